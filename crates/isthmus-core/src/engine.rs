@@ -1,0 +1,589 @@
+//! The engine: owns the network, the packets and the event list, and runs the events in
+//! time order.
+//!
+//! The model, stated once: links are full duplex; every egress port serialises a packet
+//! at size·8/rate, then the packet propagates for the link's delay and arrives whole at
+//! the next node (store-and-forward); switching takes zero time; a port's queue holds
+//! the packets waiting for its transmitter. A hop costs one event (the arrival) plus one
+//! more (the transmitter freeing up) only when packets are waiting behind it.
+//!
+//! Follow one packet: a transport's timer fires ([`Engine::handle`]) → the packet is
+//! injected at its source host's NIC ([`Engine::inject`]) → each switch picks an egress
+//! port ([`Engine::forward`]) and queues it ([`Engine::enqueue`]) → the destination
+//! host hands it to the flow's transport ([`Engine::on_arrive`]).
+
+use crate::event::{Event, EventKind, EventQueue, PortId};
+use crate::flowtable::{FlowAction, FlowMatch, FlowTable};
+use crate::packet::{Packet, PacketArena, PacketId, ECN_CE, ECN_NOT_ECT};
+use crate::queue::{Admission, DropTailQueue};
+use crate::rng::{Rng, Stream};
+use crate::routing::{choose, reduce, RouteTable, RoutingPolicy};
+use crate::telemetry::{PortCounters, Sampler};
+use crate::topology::{NodeKind, Topology};
+use crate::transport::udp::{Arrivals, UdpSource, UDP_HEADER_BYTES};
+use crate::transport::{Flow, FlowRecord, Outbox, Transport};
+use crate::units::{serialization_time, Limit, Rate, Time};
+use crate::rng::mix64;
+
+/// Network-wide settings of an engine.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Egress queue limit of host NICs.
+    pub host_queue: Limit,
+    /// Egress queue limit of switch ports.
+    pub switch_queue: Limit,
+    /// ECN step-marking threshold on switch ports (None: no marking).
+    pub ecn_threshold: Option<Limit>,
+    pub routing: RoutingPolicy,
+    /// Sample per-port queues and counters at this interval (None: no time series).
+    pub sample_interval: Option<Time>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            host_queue: Limit::Packets(250),
+            switch_queue: Limit::Packets(250),
+            ecn_threshold: None,
+            routing: RoutingPolicy::Ecmp,
+            sample_interval: None,
+        }
+    }
+}
+
+/// One direction of one link end: an egress queue and transmitter, and the counters of
+/// what leaves and arrives through it.
+pub struct Port {
+    pub node: u32,
+    pub local: u16,
+    /// The port at the other end of the link, where transmitted packets arrive.
+    pub peer: PortId,
+    pub rate: Rate,
+    pub delay: Time,
+    /// Serialisation picoseconds per byte when exact (saves a division per packet), else 0.
+    ps_per_byte: u64,
+    pub busy_until: Time,
+    pub queue: DropTailQueue,
+    pub counters: PortCounters,
+}
+
+impl Port {
+    #[inline]
+    fn serialization(&self, size: u32) -> Time {
+        if self.ps_per_byte != 0 {
+            size as Time * self.ps_per_byte
+        } else {
+            serialization_time(size, self.rate)
+        }
+    }
+}
+
+pub struct NodeState {
+    pub kind: NodeKind,
+    pub first_port: PortId,
+    pub num_ports: u16,
+    /// Host address, or u32::MAX for a switch.
+    pub address: u32,
+    pub ecmp_salt: u64,
+    spray_rng: Rng,
+    pub table: FlowTable,
+    /// Packets dropped here for want of a route (or misdelivered to a host).
+    pub unroutable: u64,
+}
+
+/// Parameters of a UDP flow.
+#[derive(Clone, Copy, Debug)]
+pub struct UdpFlowSpec {
+    pub rate: Rate,
+    /// Wire bytes per full packet, headers included.
+    pub packet_size: u32,
+    pub arrivals: Arrivals,
+    /// Payload bytes to send; 0 sends until `stop`.
+    pub size: u64,
+    pub start: Time,
+    pub stop: Time,
+}
+
+/// A packet's whereabouts at an instant, for audits: in a queue or on a wire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InFlight {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+pub struct Engine {
+    now: Time,
+    seed: u64,
+    topology: Topology,
+    config: EngineConfig,
+    pub nodes: Vec<NodeState>,
+    pub ports: Vec<Port>,
+    routes: RouteTable,
+    arena: PacketArena,
+    events: EventQueue,
+    flows: Vec<Flow>,
+    outbox: Outbox,
+    unfinished_flows: usize,
+    events_processed: u64,
+    packet_hops: u64,
+    sampler: Option<Sampler>,
+}
+
+impl Engine {
+    pub fn new(topology: Topology, config: EngineConfig, seed: u64) -> Engine {
+        let routes = RouteTable::shortest_paths(&topology);
+        let adjacency = topology.adjacency();
+        let mut nodes = Vec::with_capacity(topology.nodes.len());
+        let mut first_port = Vec::with_capacity(topology.nodes.len());
+        let mut next_port = 0u32;
+        let mut address = 0u32;
+        for (i, node) in topology.nodes.iter().enumerate() {
+            first_port.push(next_port);
+            let host = node.kind == NodeKind::Host;
+            nodes.push(NodeState {
+                kind: node.kind,
+                first_port: next_port,
+                num_ports: adjacency[i].len() as u16,
+                address: if host { address } else { u32::MAX },
+                ecmp_salt: Rng::stream(seed, Stream::EcmpSalt, i as u64).next_u64(),
+                spray_rng: Rng::stream(seed, Stream::Spray, i as u64),
+                table: FlowTable::default(),
+                unroutable: 0,
+            });
+            address += host as u32;
+            next_port += adjacency[i].len() as u32;
+        }
+        // Port k of node n faces the k-th link touching n; find each link's two ends.
+        let mut ends = vec![[0u32; 2]; topology.links.len()];
+        for (n, adj) in adjacency.iter().enumerate() {
+            for (k, &(_, link)) in adj.iter().enumerate() {
+                let link_ref = &topology.links[link as usize];
+                let side = if link_ref.a == n as u32 { 0 } else { 1 };
+                ends[link as usize][side] = first_port[n] + k as u32;
+            }
+        }
+        let mut ports = Vec::with_capacity(next_port as usize);
+        for (n, adj) in adjacency.iter().enumerate() {
+            let host = topology.nodes[n].kind == NodeKind::Host;
+            for (k, &(_, link)) in adj.iter().enumerate() {
+                let l = &topology.links[link as usize];
+                let side = if l.a == n as u32 { 0 } else { 1 };
+                let limit = if host { config.host_queue } else { config.switch_queue };
+                let ecn = if host { None } else { config.ecn_threshold };
+                let per_byte = 8 * crate::units::SEC;
+                ports.push(Port {
+                    node: n as u32,
+                    local: k as u16,
+                    peer: ends[link as usize][1 - side],
+                    rate: l.spec.rate,
+                    delay: l.spec.delay,
+                    ps_per_byte: if per_byte % l.spec.rate == 0 { per_byte / l.spec.rate } else { 0 },
+                    busy_until: 0,
+                    queue: DropTailQueue::new(limit, ecn),
+                    counters: PortCounters::default(),
+                });
+            }
+        }
+        let mut events = EventQueue::default();
+        let sampler = config.sample_interval.map(|interval| {
+            events.push(interval, EventKind::Sample);
+            Sampler::new(interval, ports.len())
+        });
+        Engine {
+            now: 0,
+            seed,
+            topology,
+            config,
+            nodes,
+            ports,
+            routes,
+            arena: PacketArena::default(),
+            events,
+            flows: Vec::new(),
+            outbox: Outbox::default(),
+            unfinished_flows: 0,
+            events_processed: 0,
+            packet_hops: 0,
+            sampler,
+        }
+    }
+
+    // ---- building --------------------------------------------------------------------
+
+    /// Adds a UDP flow from host `src` to host `dst`; returns its flow id.
+    pub fn add_udp_flow(&mut self, src: u32, dst: u32, spec: UdpFlowSpec) -> Result<u32, String> {
+        self.check_hosts(src, dst)?;
+        if spec.packet_size <= UDP_HEADER_BYTES {
+            return Err(format!(
+                "packet_size {} B is too small: it must exceed the {UDP_HEADER_BYTES} B of IPv4+UDP headers",
+                spec.packet_size
+            ));
+        }
+        if spec.stop <= spec.start {
+            return Err(format!("stop ({} ps) must come after start ({} ps)", spec.stop, spec.start));
+        }
+        if spec.start < self.now {
+            return Err(format!("start ({} ps) is in the past; the clock is at {} ps", spec.start, self.now));
+        }
+        let id = self.flows.len() as u32;
+        let rng = Rng::stream(self.seed, Stream::Flow, id as u64);
+        let source = UdpSource::new(spec.rate, spec.packet_size, spec.arrivals, spec.size, spec.stop, rng);
+        self.flows.push(Flow {
+            record: FlowRecord { src, dst, size: spec.size, start: spec.start, ..Default::default() },
+            src_port: (1024 + id % 64_000) as u16,
+            dst_port: 5001,
+            transport: Transport::Udp(source),
+        });
+        self.unfinished_flows += 1;
+        self.events.push(spec.start, EventKind::FlowTimer { flow: id, token: 0 });
+        Ok(id)
+    }
+
+    fn check_hosts(&self, src: u32, dst: u32) -> Result<(), String> {
+        let n = self.topology.num_hosts() as u32;
+        for (name, h) in [("src", src), ("dst", dst)] {
+            if h >= n {
+                return Err(format!("{name} host {h} does not exist; hosts are numbered 0..{}", n - 1));
+            }
+        }
+        if src == dst {
+            return Err(format!("src and dst are the same host ({src}); a flow needs two different hosts"));
+        }
+        Ok(())
+    }
+
+    /// Installs a flow-table entry on switch node `node`; returns the entry id.
+    pub fn add_flow_entry(&mut self, node: u32, priority: u16, matcher: FlowMatch, action: FlowAction) -> Result<u64, String> {
+        let state = self
+            .nodes
+            .get(node as usize)
+            .ok_or_else(|| format!("node {node} does not exist"))?;
+        if state.kind != NodeKind::Switch {
+            return Err(format!("node {node} ('{}') is a host; flow entries go on switches", self.topology.nodes[node as usize].name));
+        }
+        let ports: Vec<u16> = match &action {
+            FlowAction::Output(p) => vec![*p],
+            FlowAction::Select(ps) if ps.is_empty() => return Err("a select action needs at least one port".into()),
+            FlowAction::Select(ps) => ps.clone(),
+            _ => vec![],
+        };
+        if let Some(bad) = ports.iter().find(|&&p| p >= state.num_ports) {
+            return Err(format!(
+                "port {bad} does not exist on switch '{}' (it has ports 0..{})",
+                self.topology.nodes[node as usize].name,
+                state.num_ports - 1
+            ));
+        }
+        Ok(self.nodes[node as usize].table.add(priority, matcher, action))
+    }
+
+    // ---- running ---------------------------------------------------------------------
+
+    /// Runs every event up to and including time `until`, then sets the clock to `until`.
+    /// Returns how many events ran.
+    pub fn run_until(&mut self, until: Time) -> u64 {
+        let before = self.events_processed;
+        while let Some(t) = self.events.peek_time() {
+            if t > until {
+                break;
+            }
+            let ev = self.events.pop().expect("peeked");
+            self.handle(ev);
+        }
+        self.now = self.now.max(until);
+        self.events_processed - before
+    }
+
+    /// Runs until every flow has finished or the clock passes `limit`; returns whether all
+    /// flows finished.
+    pub fn run_until_flows_finish(&mut self, limit: Time) -> bool {
+        while self.unfinished_flows > 0 {
+            let Some(t) = self.events.peek_time() else { break };
+            if t > limit {
+                break;
+            }
+            let ev = self.events.pop().expect("peeked");
+            self.handle(ev);
+        }
+        self.unfinished_flows == 0
+    }
+
+    fn handle(&mut self, ev: Event) {
+        self.now = ev.time;
+        self.events_processed += 1;
+        match ev.kind {
+            EventKind::Arrive { pkt, port } => self.on_arrive(pkt, port),
+            EventKind::PortFree { port } => self.on_port_free(port),
+            EventKind::FlowTimer { flow, token } => {
+                let mut out = std::mem::take(&mut self.outbox);
+                let finished = self.flows[flow as usize].on_timer(flow, self.now, token, &mut out);
+                self.count_finished(finished);
+                self.apply_outbox(flow, &mut out);
+                self.outbox = out;
+            }
+            EventKind::Sample => self.sample(),
+        }
+    }
+
+    fn apply_outbox(&mut self, flow: u32, out: &mut Outbox) {
+        for (time, token) in out.timers.drain(..) {
+            self.events.push(time, EventKind::FlowTimer { flow, token });
+        }
+        for pkt in out.packets.drain(..) {
+            let id = self.arena.alloc(pkt);
+            self.inject(id);
+        }
+    }
+
+    #[inline]
+    fn count_finished(&mut self, finished: bool) {
+        self.unfinished_flows -= finished as usize;
+    }
+
+    /// A transport's packet enters the network at its source host.
+    fn inject(&mut self, pkt: PacketId) {
+        let src = self.arena.get(pkt).src;
+        let host = self.topology.hosts[src as usize];
+        self.forward(host, u16::MAX, pkt);
+    }
+
+    fn on_arrive(&mut self, pkt: PacketId, port: PortId) {
+        self.packet_hops += 1;
+        let (node, local) = {
+            let p = &mut self.ports[port as usize];
+            let size = self.arena.get(pkt).size as u64;
+            p.counters.rx_packets += 1;
+            p.counters.rx_bytes += size;
+            (p.node, p.local)
+        };
+        let state = &self.nodes[node as usize];
+        if state.kind == NodeKind::Host {
+            if self.arena.get(pkt).dst == state.address {
+                self.deliver(pkt);
+            } else {
+                self.nodes[node as usize].unroutable += 1;
+                self.drop_packet(pkt);
+            }
+        } else {
+            self.forward(node, local, pkt);
+        }
+    }
+
+    /// Picks the egress port at `node` (flow table first, then default routing) and queues
+    /// the packet there. `in_port` is u16::MAX for packets a host originates.
+    fn forward(&mut self, node: u32, in_port: u16, pkt: PacketId) {
+        let state = &mut self.nodes[node as usize];
+        let packet = self.arena.get(pkt);
+        let mut action = None;
+        if !state.table.is_empty() {
+            action = state.table.lookup(in_port, packet).cloned();
+        }
+        let egress = match action {
+            Some(FlowAction::Output(p)) => Some(p),
+            Some(FlowAction::Select(ports)) => {
+                let i = reduce(mix64(packet.five_tuple_key() ^ state.ecmp_salt), ports.len() as u64);
+                Some(ports[i as usize])
+            }
+            Some(FlowAction::Drop) => None,
+            Some(FlowAction::Default) | None => {
+                let hops = self.routes.next_hops(node, packet.dst);
+                if hops.is_empty() {
+                    None
+                } else {
+                    Some(choose(self.config.routing, hops, packet, state.ecmp_salt, &mut state.spray_rng))
+                }
+            }
+        };
+        match egress {
+            Some(local) => {
+                let port = self.nodes[node as usize].first_port + local as u32;
+                self.enqueue(port, pkt);
+            }
+            None => {
+                self.nodes[node as usize].unroutable += 1;
+                self.drop_packet(pkt);
+            }
+        }
+    }
+
+    fn enqueue(&mut self, port_id: PortId, pkt: PacketId) {
+        let now = self.now;
+        let port = &mut self.ports[port_id as usize];
+        let packet = self.arena.get_mut(pkt);
+        packet.enqueued = now;
+        if port.queue.is_empty() && port.busy_until <= now {
+            self.transmit(port_id, pkt);
+            return;
+        }
+        match port.queue.admit(packet.size) {
+            Admission::Drop => {
+                port.counters.drop_packets += 1;
+                port.counters.drop_bytes += packet.size as u64;
+                self.drop_packet(pkt);
+            }
+            Admission::Accept { mark_ce } => {
+                if mark_ce && packet.ecn != ECN_NOT_ECT {
+                    packet.ecn = ECN_CE;
+                    port.counters.ecn_marks += 1;
+                }
+                let was_empty = port.queue.is_empty();
+                port.queue.push(pkt, packet.size);
+                let c = &mut port.counters;
+                c.max_queue_packets = c.max_queue_packets.max(port.queue.len() as u64);
+                c.max_queue_bytes = c.max_queue_bytes.max(port.queue.bytes());
+                if was_empty {
+                    self.events.push(port.busy_until, EventKind::PortFree { port: port_id });
+                }
+            }
+        }
+    }
+
+    /// Starts serialising `pkt` on an idle transmitter; it arrives at the peer after
+    /// serialisation plus propagation.
+    #[inline]
+    fn transmit(&mut self, port_id: PortId, pkt: PacketId) {
+        let now = self.now;
+        let port = &mut self.ports[port_id as usize];
+        let packet = self.arena.get(pkt);
+        let ser = port.serialization(packet.size);
+        port.busy_until = now + ser;
+        let c = &mut port.counters;
+        c.tx_packets += 1;
+        c.tx_bytes += packet.size as u64;
+        c.busy_ps += ser;
+        c.wait_ps += now - packet.enqueued;
+        self.events.push(now + ser + port.delay, EventKind::Arrive { pkt, port: port.peer });
+    }
+
+    fn on_port_free(&mut self, port_id: PortId) {
+        let port = &mut self.ports[port_id as usize];
+        let pkt = port.queue.pop().expect("PortFree is only scheduled for a non-empty queue");
+        self.transmit(port_id, pkt);
+        let port = &self.ports[port_id as usize];
+        if !port.queue.is_empty() {
+            self.events.push(port.busy_until, EventKind::PortFree { port: port_id });
+        }
+    }
+
+    fn deliver(&mut self, pkt: PacketId) {
+        let packet = self.arena.get(pkt);
+        let flow = packet.flow;
+        let mut out = std::mem::take(&mut self.outbox);
+        let finished = self.flows[flow as usize].on_delivery(packet, self.now, &mut out);
+        self.count_finished(finished);
+        self.arena.free(pkt);
+        self.apply_outbox(flow, &mut out);
+        self.outbox = out;
+    }
+
+    fn drop_packet(&mut self, pkt: PacketId) {
+        let packet = self.arena.get(pkt);
+        let flow = packet.flow;
+        let finished = self.flows[flow as usize].on_drop(packet, self.now);
+        self.count_finished(finished);
+        self.arena.free(pkt);
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        if let Some(s) = &mut self.sampler {
+            s.record(
+                now,
+                self.ports.iter().map(|p| (p.queue.len() as u64, p.queue.bytes())),
+                self.ports.iter().map(|p| &p.counters),
+            );
+            self.events.push(now + s.interval, EventKind::Sample);
+        }
+    }
+
+    // ---- reading ---------------------------------------------------------------------
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn flows(&self) -> impl Iterator<Item = &FlowRecord> {
+        self.flows.iter().map(|f| &f.record)
+    }
+
+    pub fn num_flows(&self) -> usize {
+        self.flows.len()
+    }
+
+    pub fn unfinished_flows(&self) -> usize {
+        self.unfinished_flows
+    }
+
+    pub fn events_processed(&self) -> u64 {
+        self.events_processed
+    }
+
+    /// Packet arrivals at nodes (one per link traversal).
+    pub fn packet_hops(&self) -> u64 {
+        self.packet_hops
+    }
+
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn next_event_time(&self) -> Option<Time> {
+        self.events.peek_time()
+    }
+
+    /// Live packets according to the arena.
+    pub fn live_packets(&self) -> usize {
+        self.arena.live()
+    }
+
+    /// The arena's high-water mark of packet slots.
+    pub fn packet_slots(&self) -> usize {
+        self.arena.capacity_used()
+    }
+
+    pub fn sampler(&self) -> Option<&Sampler> {
+        self.sampler.as_ref()
+    }
+
+    /// Counts the packets in the network by looking where they are (queues and pending
+    /// arrivals), independently of the arena's bookkeeping.
+    pub fn audit_in_flight(&self) -> InFlight {
+        let mut total = InFlight::default();
+        for port in &self.ports {
+            total.packets += port.queue.len() as u64;
+            total.bytes += port.queue.bytes();
+        }
+        for ev in self.events.iter() {
+            if let EventKind::Arrive { pkt, .. } = ev.kind {
+                total.packets += 1;
+                total.bytes += self.arena.get(pkt).size as u64;
+            }
+        }
+        total
+    }
+
+    /// Builds a packet with this flow's addresses, for tests and tools.
+    pub fn packet_of_flow(&self, flow: u32) -> Packet {
+        let f = &self.flows[flow as usize];
+        Packet {
+            src: f.record.src,
+            dst: f.record.dst,
+            src_port: f.src_port,
+            dst_port: f.dst_port,
+            flow,
+            ..Default::default()
+        }
+    }
+}

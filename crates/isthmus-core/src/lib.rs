@@ -1,0 +1,23 @@
+//! Isthmus core: a deterministic packet-level simulator of datacenter networks.
+//!
+//! Start at [`engine`]: it states the model and names the five functions one packet
+//! passes through. Everything here is plain Rust with no Python; the `isthmus-py` crate
+//! binds it.
+
+pub mod engine;
+pub mod event;
+pub mod flowtable;
+pub mod packet;
+pub mod queue;
+pub mod rng;
+pub mod routing;
+pub mod telemetry;
+pub mod topology;
+pub mod transport;
+pub mod units;
+
+pub use engine::{Engine, EngineConfig, UdpFlowSpec};
+pub use routing::RoutingPolicy;
+pub use topology::{LinkSpec, NodeKind, Topology};
+pub use transport::udp::Arrivals;
+pub use units::{Limit, Time};

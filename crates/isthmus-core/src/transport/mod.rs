@@ -1,0 +1,100 @@
+//! Transports: the per-flow endpoints on hosts. A flow's transport state machine is a
+//! variant of [`Transport`]; it reacts to its timers and to packets delivered at either
+//! end, and hands the engine packets to send and timers to set through an [`Outbox`].
+
+pub mod udp;
+
+use crate::packet::Packet;
+use crate::units::Time;
+
+/// What a transport asks of the engine after handling one event.
+#[derive(Default)]
+pub struct Outbox {
+    /// Packets to inject at the host named by each packet's `src`.
+    pub packets: Vec<Packet>,
+    /// Timers to set for the flow: (time, token).
+    pub timers: Vec<(Time, u32)>,
+}
+
+/// Per-flow record, kept for every flow whether or not it finished.
+#[derive(Clone, Debug, Default)]
+pub struct FlowRecord {
+    pub src: u32,
+    pub dst: u32,
+    /// Application bytes to transfer; 0 for a flow bounded only by its stop time.
+    pub size: u64,
+    pub start: Time,
+    /// When the first and last payload bytes reached the receiver.
+    pub first_delivery: Option<Time>,
+    pub last_delivery: Option<Time>,
+    /// When the flow ended: sender done and nothing of it left in the network.
+    pub finish: Option<Time>,
+    pub bytes_sent: u64,
+    pub bytes_delivered: u64,
+    pub packets_sent: u64,
+    pub packets_delivered: u64,
+    pub packets_dropped: u64,
+}
+
+impl FlowRecord {
+    pub fn packets_in_flight(&self) -> u64 {
+        self.packets_sent - self.packets_delivered - self.packets_dropped
+    }
+}
+
+pub enum Transport {
+    Udp(udp::UdpSource),
+}
+
+pub struct Flow {
+    pub record: FlowRecord,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub transport: Transport,
+}
+
+impl Flow {
+    // Each handler returns true when the flow has just finished.
+
+    pub fn on_timer(&mut self, flow: u32, now: Time, _token: u32, out: &mut Outbox) -> bool {
+        match &mut self.transport {
+            Transport::Udp(u) => u.on_timer(flow, self.src_port, self.dst_port, now, &mut self.record, out),
+        }
+        self.check_finished(now)
+    }
+
+    /// A packet of this flow reached its destination host.
+    pub fn on_delivery(&mut self, pkt: &Packet, now: Time, _out: &mut Outbox) -> bool {
+        let r = &mut self.record;
+        r.packets_delivered += 1;
+        r.bytes_delivered += pkt.payload as u64;
+        r.first_delivery.get_or_insert(now);
+        r.last_delivery = Some(now);
+        self.check_finished(now)
+    }
+
+    /// A packet of this flow was dropped somewhere in the network.
+    pub fn on_drop(&mut self, _pkt: &Packet, now: Time) -> bool {
+        self.record.packets_dropped += 1;
+        self.check_finished(now)
+    }
+
+    fn sender_done(&self) -> bool {
+        match &self.transport {
+            Transport::Udp(u) => u.done,
+        }
+    }
+
+    fn check_finished(&mut self, now: Time) -> bool {
+        let finished_now =
+            self.record.finish.is_none() && self.sender_done() && self.record.packets_in_flight() == 0;
+        if finished_now {
+            self.record.finish = Some(now);
+        }
+        finished_now
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.record.finish.is_some()
+    }
+}
