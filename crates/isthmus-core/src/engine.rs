@@ -16,6 +16,7 @@ use crate::event::{Event, EventKind, EventQueue, PortId};
 use crate::flowtable::{FlowAction, FlowMatch, FlowTable};
 use crate::packet::{Packet, PacketArena, PacketId, ECN_CE, ECN_NOT_ECT};
 use crate::queue::{Admission, DropTailQueue};
+use crate::rng::mix64;
 use crate::rng::{Rng, Stream};
 use crate::routing::{choose, reduce, RouteTable, RoutingPolicy};
 use crate::telemetry::{PortCounters, Sampler};
@@ -23,7 +24,6 @@ use crate::topology::{NodeKind, Topology};
 use crate::transport::udp::{Arrivals, UdpSource, UDP_HEADER_BYTES};
 use crate::transport::{Flow, FlowRecord, Outbox, Transport};
 use crate::units::{serialization_time, Limit, Rate, Time};
-use crate::rng::mix64;
 
 /// Network-wide settings of an engine.
 #[derive(Clone, Debug)]
@@ -168,7 +168,11 @@ impl Engine {
             for (k, &(_, link)) in adj.iter().enumerate() {
                 let l = &topology.links[link as usize];
                 let side = if l.a == n as u32 { 0 } else { 1 };
-                let limit = if host { config.host_queue } else { config.switch_queue };
+                let limit = if host {
+                    config.host_queue
+                } else {
+                    config.switch_queue
+                };
                 let ecn = if host { None } else { config.ecn_threshold };
                 let per_byte = 8 * crate::units::SEC;
                 ports.push(Port {
@@ -177,7 +181,11 @@ impl Engine {
                     peer: ends[link as usize][1 - side],
                     rate: l.spec.rate,
                     delay: l.spec.delay,
-                    ps_per_byte: if per_byte % l.spec.rate == 0 { per_byte / l.spec.rate } else { 0 },
+                    ps_per_byte: if per_byte.is_multiple_of(l.spec.rate) {
+                        per_byte / l.spec.rate
+                    } else {
+                        0
+                    },
                     busy_until: 0,
                     queue: DropTailQueue::new(limit, ecn),
                     counters: PortCounters::default(),
@@ -220,22 +228,42 @@ impl Engine {
             ));
         }
         if spec.stop <= spec.start {
-            return Err(format!("stop ({} ps) must come after start ({} ps)", spec.stop, spec.start));
+            return Err(format!(
+                "stop ({} ps) must come after start ({} ps)",
+                spec.stop, spec.start
+            ));
         }
         if spec.start < self.now {
-            return Err(format!("start ({} ps) is in the past; the clock is at {} ps", spec.start, self.now));
+            return Err(format!(
+                "start ({} ps) is in the past; the clock is at {} ps",
+                spec.start, self.now
+            ));
         }
         let id = self.flows.len() as u32;
         let rng = Rng::stream(self.seed, Stream::Flow, id as u64);
-        let source = UdpSource::new(spec.rate, spec.packet_size, spec.arrivals, spec.size, spec.stop, rng);
+        let source = UdpSource::new(
+            spec.rate,
+            spec.packet_size,
+            spec.arrivals,
+            spec.size,
+            spec.stop,
+            rng,
+        );
         self.flows.push(Flow {
-            record: FlowRecord { src, dst, size: spec.size, start: spec.start, ..Default::default() },
+            record: FlowRecord {
+                src,
+                dst,
+                size: spec.size,
+                start: spec.start,
+                ..Default::default()
+            },
             src_port: (1024 + id % 64_000) as u16,
             dst_port: 5001,
             transport: Transport::Udp(source),
         });
         self.unfinished_flows += 1;
-        self.events.push(spec.start, EventKind::FlowTimer { flow: id, token: 0 });
+        self.events
+            .push(spec.start, EventKind::FlowTimer { flow: id, token: 0 });
         Ok(id)
     }
 
@@ -243,27 +271,43 @@ impl Engine {
         let n = self.topology.num_hosts() as u32;
         for (name, h) in [("src", src), ("dst", dst)] {
             if h >= n {
-                return Err(format!("{name} host {h} does not exist; hosts are numbered 0..{}", n - 1));
+                return Err(format!(
+                    "{name} host {h} does not exist; hosts are numbered 0..{}",
+                    n - 1
+                ));
             }
         }
         if src == dst {
-            return Err(format!("src and dst are the same host ({src}); a flow needs two different hosts"));
+            return Err(format!(
+                "src and dst are the same host ({src}); a flow needs two different hosts"
+            ));
         }
         Ok(())
     }
 
     /// Installs a flow-table entry on switch node `node`; returns the entry id.
-    pub fn add_flow_entry(&mut self, node: u32, priority: u16, matcher: FlowMatch, action: FlowAction) -> Result<u64, String> {
+    pub fn add_flow_entry(
+        &mut self,
+        node: u32,
+        priority: u16,
+        matcher: FlowMatch,
+        action: FlowAction,
+    ) -> Result<u64, String> {
         let state = self
             .nodes
             .get(node as usize)
             .ok_or_else(|| format!("node {node} does not exist"))?;
         if state.kind != NodeKind::Switch {
-            return Err(format!("node {node} ('{}') is a host; flow entries go on switches", self.topology.nodes[node as usize].name));
+            return Err(format!(
+                "node {node} ('{}') is a host; flow entries go on switches",
+                self.topology.nodes[node as usize].name
+            ));
         }
         let ports: Vec<u16> = match &action {
             FlowAction::Output(p) => vec![*p],
-            FlowAction::Select(ps) if ps.is_empty() => return Err("a select action needs at least one port".into()),
+            FlowAction::Select(ps) if ps.is_empty() => {
+                return Err("a select action needs at least one port".into())
+            }
             FlowAction::Select(ps) => ps.clone(),
             _ => vec![],
         };
@@ -274,7 +318,9 @@ impl Engine {
                 state.num_ports - 1
             ));
         }
-        Ok(self.nodes[node as usize].table.add(priority, matcher, action))
+        Ok(self.nodes[node as usize]
+            .table
+            .add(priority, matcher, action))
     }
 
     // ---- running ---------------------------------------------------------------------
@@ -298,7 +344,9 @@ impl Engine {
     /// flows finished.
     pub fn run_until_flows_finish(&mut self, limit: Time) -> bool {
         while self.unfinished_flows > 0 {
-            let Some(t) = self.events.peek_time() else { break };
+            let Some(t) = self.events.peek_time() else {
+                break;
+            };
             if t > limit {
                 break;
             }
@@ -381,7 +429,10 @@ impl Engine {
         let egress = match action {
             Some(FlowAction::Output(p)) => Some(p),
             Some(FlowAction::Select(ports)) => {
-                let i = reduce(mix64(packet.five_tuple_key() ^ state.ecmp_salt), ports.len() as u64);
+                let i = reduce(
+                    mix64(packet.five_tuple_key() ^ state.ecmp_salt),
+                    ports.len() as u64,
+                );
                 Some(ports[i as usize])
             }
             Some(FlowAction::Drop) => None,
@@ -390,7 +441,13 @@ impl Engine {
                 if hops.is_empty() {
                     None
                 } else {
-                    Some(choose(self.config.routing, hops, packet, state.ecmp_salt, &mut state.spray_rng))
+                    Some(choose(
+                        self.config.routing,
+                        hops,
+                        packet,
+                        state.ecmp_salt,
+                        &mut state.spray_rng,
+                    ))
                 }
             }
         };
@@ -432,7 +489,8 @@ impl Engine {
                 c.max_queue_packets = c.max_queue_packets.max(port.queue.len() as u64);
                 c.max_queue_bytes = c.max_queue_bytes.max(port.queue.bytes());
                 if was_empty {
-                    self.events.push(port.busy_until, EventKind::PortFree { port: port_id });
+                    self.events
+                        .push(port.busy_until, EventKind::PortFree { port: port_id });
                 }
             }
         }
@@ -452,16 +510,26 @@ impl Engine {
         c.tx_bytes += packet.size as u64;
         c.busy_ps += ser;
         c.wait_ps += now - packet.enqueued;
-        self.events.push(now + ser + port.delay, EventKind::Arrive { pkt, port: port.peer });
+        self.events.push(
+            now + ser + port.delay,
+            EventKind::Arrive {
+                pkt,
+                port: port.peer,
+            },
+        );
     }
 
     fn on_port_free(&mut self, port_id: PortId) {
         let port = &mut self.ports[port_id as usize];
-        let pkt = port.queue.pop().expect("PortFree is only scheduled for a non-empty queue");
+        let pkt = port
+            .queue
+            .pop()
+            .expect("PortFree is only scheduled for a non-empty queue");
         self.transmit(port_id, pkt);
         let port = &self.ports[port_id as usize];
         if !port.queue.is_empty() {
-            self.events.push(port.busy_until, EventKind::PortFree { port: port_id });
+            self.events
+                .push(port.busy_until, EventKind::PortFree { port: port_id });
         }
     }
 
@@ -489,7 +557,9 @@ impl Engine {
         if let Some(s) = &mut self.sampler {
             s.record(
                 now,
-                self.ports.iter().map(|p| (p.queue.len() as u64, p.queue.bytes())),
+                self.ports
+                    .iter()
+                    .map(|p| (p.queue.len() as u64, p.queue.bytes())),
                 self.ports.iter().map(|p| &p.counters),
             );
             self.events.push(now + s.interval, EventKind::Sample);

@@ -62,7 +62,17 @@ impl FlowTable {
         let id = self.next_id;
         self.next_id += 1;
         let at = self.entries.partition_point(|e| e.priority >= priority);
-        self.entries.insert(at, FlowEntry { id, priority, matcher, action, packets: 0, bytes: 0 });
+        self.entries.insert(
+            at,
+            FlowEntry {
+                id,
+                priority,
+                matcher,
+                action,
+                packets: 0,
+                bytes: 0,
+            },
+        );
         id
     }
 
@@ -80,7 +90,10 @@ impl FlowTable {
     /// The action of the first matching entry, counting the packet against it.
     #[inline]
     pub fn lookup(&mut self, in_port: u16, p: &Packet) -> Option<&FlowAction> {
-        let entry = self.entries.iter_mut().find(|e| e.matcher.matches(in_port, p))?;
+        let entry = self
+            .entries
+            .iter_mut()
+            .find(|e| e.matcher.matches(in_port, p))?;
         entry.packets += 1;
         entry.bytes += p.size as u64;
         Some(&entry.action)
@@ -98,12 +111,34 @@ mod tests {
     #[test]
     fn highest_priority_wins_and_ties_go_to_the_oldest() {
         let mut t = FlowTable::default();
-        let pkt = Packet { src: 1, dst: 2, ..Default::default() };
-        t.add(10, FlowMatch { dst: Some(2), ..Default::default() }, FlowAction::Output(1));
-        t.add(20, FlowMatch { src: Some(1), ..Default::default() }, FlowAction::Output(2));
+        let pkt = Packet {
+            src: 1,
+            dst: 2,
+            ..Default::default()
+        };
+        t.add(
+            10,
+            FlowMatch {
+                dst: Some(2),
+                ..Default::default()
+            },
+            FlowAction::Output(1),
+        );
+        t.add(
+            20,
+            FlowMatch {
+                src: Some(1),
+                ..Default::default()
+            },
+            FlowAction::Output(2),
+        );
         t.add(20, FlowMatch::default(), FlowAction::Output(3));
         assert_eq!(t.lookup(0, &pkt), Some(&FlowAction::Output(2)));
-        let other = Packet { src: 5, dst: 2, ..Default::default() };
+        let other = Packet {
+            src: 5,
+            dst: 2,
+            ..Default::default()
+        };
         assert_eq!(t.lookup(0, &other), Some(&FlowAction::Output(3)));
         assert_eq!(t.entries()[0].packets, 1);
     }
@@ -111,7 +146,14 @@ mod tests {
     #[test]
     fn in_port_match_and_removal() {
         let mut t = FlowTable::default();
-        let id = t.add(1, FlowMatch { in_port: Some(4), ..Default::default() }, FlowAction::Drop);
+        let id = t.add(
+            1,
+            FlowMatch {
+                in_port: Some(4),
+                ..Default::default()
+            },
+            FlowAction::Drop,
+        );
         let pkt = Packet::default();
         assert_eq!(t.lookup(3, &pkt), None);
         assert_eq!(t.lookup(4, &pkt), Some(&FlowAction::Drop));

@@ -56,7 +56,9 @@ impl Packet {
     #[inline]
     pub fn five_tuple_key(&self) -> u64 {
         ((self.src as u64) << 32 | self.dst as u64)
-            ^ ((self.src_port as u64) << 48 | (self.dst_port as u64) << 32 | (self.proto as u64) << 16)
+            ^ ((self.src_port as u64) << 48
+                | (self.dst_port as u64) << 32
+                | (self.proto as u64) << 16)
                 .rotate_left(17)
     }
 }
@@ -126,11 +128,20 @@ mod tests {
     #[test]
     fn freed_slots_are_reused() {
         let mut arena = PacketArena::default();
-        let a = arena.alloc(Packet { size: 100, ..Default::default() });
-        let b = arena.alloc(Packet { size: 200, ..Default::default() });
+        let a = arena.alloc(Packet {
+            size: 100,
+            ..Default::default()
+        });
+        let b = arena.alloc(Packet {
+            size: 200,
+            ..Default::default()
+        });
         assert_eq!(arena.live_bytes(), 300);
         arena.free(a);
-        let c = arena.alloc(Packet { size: 50, ..Default::default() });
+        let c = arena.alloc(Packet {
+            size: 50,
+            ..Default::default()
+        });
         assert_eq!(c, a);
         assert_eq!(arena.capacity_used(), 2);
         assert_eq!(arena.live(), 2);

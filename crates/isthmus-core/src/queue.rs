@@ -32,7 +32,12 @@ fn exceeds(limit: Limit, packets: u64, bytes: u64) -> bool {
 
 impl DropTailQueue {
     pub fn new(limit: Limit, ecn_threshold: Option<Limit>) -> Self {
-        DropTailQueue { packets: VecDeque::new(), bytes: 0, limit, ecn_threshold }
+        DropTailQueue {
+            packets: VecDeque::new(),
+            bytes: 0,
+            limit,
+            ecn_threshold,
+        }
     }
 
     /// Decides on a packet of `size` bytes: dropped if it would push the queue past its
@@ -44,7 +49,9 @@ impl DropTailQueue {
         if exceeds(self.limit, packets, bytes) {
             return Admission::Drop;
         }
-        let mark_ce = self.ecn_threshold.is_some_and(|k| exceeds(k, packets, bytes));
+        let mark_ce = self
+            .ecn_threshold
+            .is_some_and(|k| exceeds(k, packets, bytes));
         Admission::Accept { mark_ce }
     }
 

@@ -96,7 +96,9 @@ mod tests {
 
     #[test]
     fn streams_are_reproducible_and_independent() {
-        let a: Vec<u64> = (0..4).map(|_| Rng::stream(7, Stream::Flow, 3).next_u64()).collect();
+        let a: Vec<u64> = (0..4)
+            .map(|_| Rng::stream(7, Stream::Flow, 3).next_u64())
+            .collect();
         assert!(a.windows(2).all(|w| w[0] == w[1]));
         let mut x = Rng::stream(7, Stream::Flow, 3);
         let mut y = Rng::stream(7, Stream::Flow, 4);
@@ -121,7 +123,10 @@ mod tests {
             counts[r.below(5) as usize] += 1;
         }
         for c in counts {
-            assert!((c as f64 - n as f64 / 5.0).abs() < 0.02 * n as f64 / 5.0, "{counts:?}");
+            assert!(
+                (c as f64 - n as f64 / 5.0).abs() < 0.02 * n as f64 / 5.0,
+                "{counts:?}"
+            );
         }
     }
 }

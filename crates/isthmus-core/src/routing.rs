@@ -59,12 +59,14 @@ impl RouteTable {
         for (addr, &target) in topo.hosts.iter().enumerate() {
             let dist = topo.hop_distances(&adjacency, target);
             for (node, adj) in adjacency.iter().enumerate() {
-                if row_base[node] == SINGLE_PORT || dist[node] == u32::MAX || node as u32 == target {
+                if row_base[node] == SINGLE_PORT || dist[node] == u32::MAX || node as u32 == target
+                {
                     continue;
                 }
                 let row = &mut hops[(row_base[node] + addr as u32) as usize];
                 for (local, &(peer, _)) in adj.iter().enumerate() {
-                    let relays = peer == target || topo.nodes[peer as usize].kind == NodeKind::Switch;
+                    let relays =
+                        peer == target || topo.nodes[peer as usize].kind == NodeKind::Switch;
                     if relays && dist[peer as usize].wrapping_add(1) == dist[node] {
                         row.push(local as u16);
                     }
@@ -78,7 +80,12 @@ impl RouteTable {
             ports.extend_from_slice(&row);
             offsets.push(ports.len() as u32);
         }
-        RouteTable { row_base, offsets, ports, num_hosts }
+        RouteTable {
+            row_base,
+            offsets,
+            ports,
+            num_hosts,
+        }
     }
 
     /// Local ports of `node` on shortest paths to host `dst`; empty if unreachable.
@@ -99,7 +106,13 @@ impl RouteTable {
 /// Picks one of `choices` for `pkt` under `policy`; `salt` is the switch's ECMP salt and
 /// `rng` its spraying stream.
 #[inline]
-pub fn choose(policy: RoutingPolicy, choices: &[u16], pkt: &Packet, salt: u64, rng: &mut Rng) -> u16 {
+pub fn choose(
+    policy: RoutingPolicy,
+    choices: &[u16],
+    pkt: &Packet,
+    salt: u64,
+    rng: &mut Rng,
+) -> u16 {
     if choices.len() == 1 {
         return choices[0];
     }
@@ -124,7 +137,10 @@ mod tests {
     use crate::topology::builders::{leaf_spine, ring};
     use crate::topology::LinkSpec;
 
-    const L: LinkSpec = LinkSpec { rate: 10_000_000_000, delay: 1_000_000 };
+    const L: LinkSpec = LinkSpec {
+        rate: 10_000_000_000,
+        delay: 1_000_000,
+    };
 
     #[test]
     fn leaf_spine_has_one_downlink_and_all_uplinks() {

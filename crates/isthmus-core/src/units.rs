@@ -92,7 +92,13 @@ fn split_number(text: &str) -> (&str, &str) {
 }
 
 /// Multiplies a decimal literal by an integer unit exactly, or says why it cannot.
-fn scale_decimal(kind: &str, original: &str, number: &str, unit: &str, scale: u128) -> Result<u64, UnitError> {
+fn scale_decimal(
+    kind: &str,
+    original: &str,
+    number: &str,
+    unit: &str,
+    scale: u128,
+) -> Result<u64, UnitError> {
     let number = number.replace('_', "");
     let (whole, frac) = match number.split_once('.') {
         Some((w, f)) => (w, f),
@@ -105,7 +111,9 @@ fn scale_decimal(kind: &str, original: &str, number: &str, unit: &str, scale: u1
     }
     let digits = format!("{whole}{frac}");
     let mantissa: u128 = digits.parse().map_err(|_| {
-        UnitError(format!("invalid {kind} '{original}': '{number}' is not a number"))
+        UnitError(format!(
+            "invalid {kind} '{original}': '{number}' is not a number"
+        ))
     })?;
     let divisor = 10u128
         .checked_pow(frac.len() as u32)
@@ -126,7 +134,9 @@ fn parse_with(kind: &str, text: &str, units: &[(&str, u128)]) -> Result<u64, Uni
     let (number, unit) = split_number(text);
     let names: Vec<&str> = units.iter().map(|(n, _)| *n).collect();
     if text.trim().starts_with('-') {
-        return Err(UnitError(format!("invalid {kind} '{text}': must not be negative")));
+        return Err(UnitError(format!(
+            "invalid {kind} '{text}': must not be negative"
+        )));
     }
     if number.is_empty() {
         return Err(UnitError(format!(
@@ -159,7 +169,9 @@ pub fn parse_time(text: &str) -> Result<Time, UnitError> {
 pub fn parse_rate(text: &str) -> Result<Rate, UnitError> {
     let rate = parse_with("rate", text, RATE_UNITS)?;
     if rate == 0 {
-        return Err(UnitError(format!("invalid rate '{text}': must be greater than zero")));
+        return Err(UnitError(format!(
+            "invalid rate '{text}': must be greater than zero"
+        )));
     }
     Ok(rate)
 }
@@ -232,7 +244,10 @@ mod tests {
         let e = parse_rate("10").unwrap_err().0;
         assert!(e.contains("'10'") && e.contains("missing unit"), "{e}");
         let e = parse_rate("10Gps").unwrap_err().0;
-        assert!(e.contains("unknown unit 'Gps'") && e.contains("Gbps"), "{e}");
+        assert!(
+            e.contains("unknown unit 'Gps'") && e.contains("Gbps"),
+            "{e}"
+        );
         let e = parse_rate("-1Gbps").unwrap_err().0;
         assert!(e.contains("negative"), "{e}");
         let e = parse_rate("0Gbps").unwrap_err().0;

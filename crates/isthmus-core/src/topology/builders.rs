@@ -11,12 +11,7 @@ fn positive(name: &str, value: usize) -> Result<(), TopologyError> {
     Ok(())
 }
 
-fn add_racks(
-    topo: &mut Topology,
-    tors: &[u32],
-    hosts_per_tor: usize,
-    host_link: LinkSpec,
-) {
+fn add_racks(topo: &mut Topology, tors: &[u32], hosts_per_tor: usize, host_link: LinkSpec) {
     for &tor in tors {
         for _ in 0..hosts_per_tor {
             let h = topo.add_host(format!("h{}", topo.hosts.len()));
@@ -37,8 +32,12 @@ pub fn leaf_spine(
     positive("leaves", leaves)?;
     positive("hosts_per_leaf", hosts_per_leaf)?;
     let mut topo = Topology::default();
-    let spine_ids: Vec<u32> = (0..spines).map(|i| topo.add_switch(format!("spine{i}"), "spine")).collect();
-    let leaf_ids: Vec<u32> = (0..leaves).map(|i| topo.add_switch(format!("leaf{i}"), "leaf")).collect();
+    let spine_ids: Vec<u32> = (0..spines)
+        .map(|i| topo.add_switch(format!("spine{i}"), "spine"))
+        .collect();
+    let leaf_ids: Vec<u32> = (0..leaves)
+        .map(|i| topo.add_switch(format!("leaf{i}"), "leaf"))
+        .collect();
     add_racks(&mut topo, &leaf_ids, hosts_per_leaf, host_link);
     for &leaf in &leaf_ids {
         for &spine in &spine_ids {
@@ -51,13 +50,21 @@ pub fn leaf_spine(
 
 /// The k-ary fat-tree of Al-Fares et al. (SIGCOMM 2008): k pods of k/2 edge and k/2
 /// aggregation switches, (k/2)^2 cores, k^3/4 hosts.
-pub fn fat_tree(k: usize, host_link: LinkSpec, fabric_link: LinkSpec) -> Result<Topology, TopologyError> {
-    if k < 2 || k % 2 != 0 {
-        return Err(TopologyError(format!("fat_tree k must be an even number >= 2, got {k}")));
+pub fn fat_tree(
+    k: usize,
+    host_link: LinkSpec,
+    fabric_link: LinkSpec,
+) -> Result<Topology, TopologyError> {
+    if k < 2 || !k.is_multiple_of(2) {
+        return Err(TopologyError(format!(
+            "fat_tree k must be an even number >= 2, got {k}"
+        )));
     }
     let half = k / 2;
     let mut topo = Topology::default();
-    let cores: Vec<u32> = (0..half * half).map(|i| topo.add_switch(format!("core{i}"), "core")).collect();
+    let cores: Vec<u32> = (0..half * half)
+        .map(|i| topo.add_switch(format!("core{i}"), "core"))
+        .collect();
     let mut edges = Vec::new();
     let mut aggs = Vec::new();
     for pod in 0..k {
@@ -104,9 +111,15 @@ pub fn three_tier(
     positive("edges", edges)?;
     positive("hosts_per_edge", hosts_per_edge)?;
     let mut topo = Topology::default();
-    let core_ids: Vec<u32> = (0..cores).map(|i| topo.add_switch(format!("core{i}"), "core")).collect();
-    let agg_ids: Vec<u32> = (0..aggs).map(|i| topo.add_switch(format!("agg{i}"), "agg")).collect();
-    let edge_ids: Vec<u32> = (0..edges).map(|i| topo.add_switch(format!("edge{i}"), "edge")).collect();
+    let core_ids: Vec<u32> = (0..cores)
+        .map(|i| topo.add_switch(format!("core{i}"), "core"))
+        .collect();
+    let agg_ids: Vec<u32> = (0..aggs)
+        .map(|i| topo.add_switch(format!("agg{i}"), "agg"))
+        .collect();
+    let edge_ids: Vec<u32> = (0..edges)
+        .map(|i| topo.add_switch(format!("edge{i}"), "edge"))
+        .collect();
     add_racks(&mut topo, &edge_ids, hosts_per_edge, host_link);
     for &e in &edge_ids {
         for &a in &agg_ids {
@@ -131,17 +144,27 @@ pub fn vl2(
     host_link: LinkSpec,
     fabric_link: LinkSpec,
 ) -> Result<Topology, TopologyError> {
-    if d_a < 2 || d_a % 2 != 0 {
-        return Err(TopologyError(format!("vl2 d_a (aggregation switch degree) must be even and >= 2, got {d_a}")));
+    if d_a < 2 || !d_a.is_multiple_of(2) {
+        return Err(TopologyError(format!(
+            "vl2 d_a (aggregation switch degree) must be even and >= 2, got {d_a}"
+        )));
     }
-    if d_i < 2 || d_i % 2 != 0 {
-        return Err(TopologyError(format!("vl2 d_i (intermediate switch degree) must be even and >= 2, got {d_i}")));
+    if d_i < 2 || !d_i.is_multiple_of(2) {
+        return Err(TopologyError(format!(
+            "vl2 d_i (intermediate switch degree) must be even and >= 2, got {d_i}"
+        )));
     }
     positive("hosts_per_tor", hosts_per_tor)?;
     let mut topo = Topology::default();
-    let ints: Vec<u32> = (0..d_a / 2).map(|i| topo.add_switch(format!("int{i}"), "intermediate")).collect();
-    let aggs: Vec<u32> = (0..d_i).map(|i| topo.add_switch(format!("agg{i}"), "agg")).collect();
-    let tors: Vec<u32> = (0..d_a * d_i / 4).map(|i| topo.add_switch(format!("tor{i}"), "tor")).collect();
+    let ints: Vec<u32> = (0..d_a / 2)
+        .map(|i| topo.add_switch(format!("int{i}"), "intermediate"))
+        .collect();
+    let aggs: Vec<u32> = (0..d_i)
+        .map(|i| topo.add_switch(format!("agg{i}"), "agg"))
+        .collect();
+    let tors: Vec<u32> = (0..d_a * d_i / 4)
+        .map(|i| topo.add_switch(format!("tor{i}"), "tor"))
+        .collect();
     add_racks(&mut topo, &tors, hosts_per_tor, host_link);
     for (t, &tor) in tors.iter().enumerate() {
         topo.connect(tor, aggs[(2 * t) % d_i], fabric_link);
@@ -157,13 +180,22 @@ pub fn vl2(
 }
 
 /// `n` switches in a cycle, each with `hosts_per_switch` hosts.
-pub fn ring(n: usize, hosts_per_switch: usize, host_link: LinkSpec, fabric_link: LinkSpec) -> Result<Topology, TopologyError> {
+pub fn ring(
+    n: usize,
+    hosts_per_switch: usize,
+    host_link: LinkSpec,
+    fabric_link: LinkSpec,
+) -> Result<Topology, TopologyError> {
     if n < 3 {
-        return Err(TopologyError(format!("ring needs at least 3 switches, got {n}")));
+        return Err(TopologyError(format!(
+            "ring needs at least 3 switches, got {n}"
+        )));
     }
     positive("hosts_per_switch", hosts_per_switch)?;
     let mut topo = Topology::default();
-    let sw: Vec<u32> = (0..n).map(|i| topo.add_switch(format!("s{i}"), "switch")).collect();
+    let sw: Vec<u32> = (0..n)
+        .map(|i| topo.add_switch(format!("s{i}"), "switch"))
+        .collect();
     add_racks(&mut topo, &sw, hosts_per_switch, host_link);
     for i in 0..n {
         topo.connect(sw[i], sw[(i + 1) % n], fabric_link);
@@ -173,13 +205,22 @@ pub fn ring(n: usize, hosts_per_switch: usize, host_link: LinkSpec, fabric_link:
 }
 
 /// `n` switches, every pair directly connected, each with `hosts_per_switch` hosts.
-pub fn mesh(n: usize, hosts_per_switch: usize, host_link: LinkSpec, fabric_link: LinkSpec) -> Result<Topology, TopologyError> {
+pub fn mesh(
+    n: usize,
+    hosts_per_switch: usize,
+    host_link: LinkSpec,
+    fabric_link: LinkSpec,
+) -> Result<Topology, TopologyError> {
     if n < 2 {
-        return Err(TopologyError(format!("mesh needs at least 2 switches, got {n}")));
+        return Err(TopologyError(format!(
+            "mesh needs at least 2 switches, got {n}"
+        )));
     }
     positive("hosts_per_switch", hosts_per_switch)?;
     let mut topo = Topology::default();
-    let sw: Vec<u32> = (0..n).map(|i| topo.add_switch(format!("s{i}"), "switch")).collect();
+    let sw: Vec<u32> = (0..n)
+        .map(|i| topo.add_switch(format!("s{i}"), "switch"))
+        .collect();
     add_racks(&mut topo, &sw, hosts_per_switch, host_link);
     for i in 0..n {
         for j in i + 1..n {
@@ -195,7 +236,10 @@ mod tests {
     use super::*;
     use crate::topology::NodeKind;
 
-    const L: LinkSpec = LinkSpec { rate: 10_000_000_000, delay: 1_000_000 };
+    const L: LinkSpec = LinkSpec {
+        rate: 10_000_000_000,
+        delay: 1_000_000,
+    };
 
     fn count(t: &Topology, kind: NodeKind) -> usize {
         t.nodes.iter().filter(|n| n.kind == kind).count()
@@ -204,13 +248,25 @@ mod tests {
     #[test]
     fn sizes_match_their_definitions() {
         let t = leaf_spine(4, 8, 16, L, L).unwrap();
-        assert_eq!((t.num_hosts(), count(&t, NodeKind::Switch), t.links.len()), (128, 12, 128 + 32));
+        assert_eq!(
+            (t.num_hosts(), count(&t, NodeKind::Switch), t.links.len()),
+            (128, 12, 128 + 32)
+        );
         let t = fat_tree(4, L, L).unwrap();
-        assert_eq!((t.num_hosts(), count(&t, NodeKind::Switch), t.links.len()), (16, 20, 48));
+        assert_eq!(
+            (t.num_hosts(), count(&t, NodeKind::Switch), t.links.len()),
+            (16, 20, 48)
+        );
         let t = three_tier(1, 2, 5, 10, L, L, L).unwrap();
-        assert_eq!((t.num_hosts(), count(&t, NodeKind::Switch), t.links.len()), (50, 8, 50 + 10 + 2));
+        assert_eq!(
+            (t.num_hosts(), count(&t, NodeKind::Switch), t.links.len()),
+            (50, 8, 50 + 10 + 2)
+        );
         let t = vl2(4, 4, 20, L, L).unwrap();
-        assert_eq!((t.num_hosts(), count(&t, NodeKind::Switch)), (80, 2 + 4 + 4));
+        assert_eq!(
+            (t.num_hosts(), count(&t, NodeKind::Switch)),
+            (80, 2 + 4 + 4)
+        );
         let t = ring(5, 2, L, L).unwrap();
         assert_eq!((t.num_hosts(), t.links.len()), (10, 15));
         let t = mesh(4, 1, L, L).unwrap();
@@ -232,7 +288,10 @@ mod tests {
         let adj = t.adjacency();
         for (i, n) in t.nodes.iter().enumerate() {
             if n.role == "agg" {
-                let tors = adj[i].iter().filter(|(m, _)| t.nodes[*m as usize].role == "tor").count();
+                let tors = adj[i]
+                    .iter()
+                    .filter(|(m, _)| t.nodes[*m as usize].role == "tor")
+                    .count();
                 assert_eq!(tors, 4, "{}", n.name);
             }
         }
@@ -240,7 +299,10 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_refused_with_the_parameter_named() {
-        assert!(fat_tree(3, L, L).unwrap_err().0.contains("k must be an even"));
+        assert!(fat_tree(3, L, L)
+            .unwrap_err()
+            .0
+            .contains("k must be an even"));
         assert!(leaf_spine(0, 2, 2, L, L).unwrap_err().0.contains("spines"));
         assert!(ring(2, 1, L, L).unwrap_err().0.contains("at least 3"));
     }
@@ -264,10 +326,16 @@ mod tests {
     #[test]
     fn hosts_do_not_relay() {
         // a - s1 - b - s2 - c: b is a host, so c cannot be reached from a.
-        let nodes: Vec<(String, NodeKind)> = [("a", NodeKind::Host), ("s1", NodeKind::Switch), ("b", NodeKind::Host), ("s2", NodeKind::Switch), ("c", NodeKind::Host)]
-            .iter()
-            .map(|(n, k)| (n.to_string(), *k))
-            .collect();
+        let nodes: Vec<(String, NodeKind)> = [
+            ("a", NodeKind::Host),
+            ("s1", NodeKind::Switch),
+            ("b", NodeKind::Host),
+            ("s2", NodeKind::Switch),
+            ("c", NodeKind::Host),
+        ]
+        .iter()
+        .map(|(n, k)| (n.to_string(), *k))
+        .collect();
         let links = vec![
             ("a".into(), "s1".into(), L),
             ("s1".into(), "b".into(), L),

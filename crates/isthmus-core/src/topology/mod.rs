@@ -61,7 +61,11 @@ impl Topology {
         if kind == NodeKind::Host {
             self.hosts.push(id);
         }
-        self.nodes.push(Node { name: name.into(), kind, role: role.to_string() });
+        self.nodes.push(Node {
+            name: name.into(),
+            kind,
+            role: role.to_string(),
+        });
         id
     }
 
@@ -89,16 +93,27 @@ impl Topology {
         let mut topo = Topology::default();
         let mut index = HashMap::new();
         for (name, kind) in nodes {
-            if index.insert(name.clone(), topo.nodes.len() as u32).is_some() {
-                return Err(TopologyError(format!("node '{name}' is defined twice; node names must be unique")));
+            if index
+                .insert(name.clone(), topo.nodes.len() as u32)
+                .is_some()
+            {
+                return Err(TopologyError(format!(
+                    "node '{name}' is defined twice; node names must be unique"
+                )));
             }
-            let role = if *kind == NodeKind::Host { "host" } else { "switch" };
+            let role = if *kind == NodeKind::Host {
+                "host"
+            } else {
+                "switch"
+            };
             topo.add_node(name.clone(), *kind, role);
         }
         for (i, (a, b, spec)) in links.iter().enumerate() {
             let lookup = |n: &String| {
                 index.get(n).copied().ok_or_else(|| {
-                    TopologyError(format!("links[{i}] names node '{n}', which is not among the nodes"))
+                    TopologyError(format!(
+                        "links[{i}] names node '{n}', which is not among the nodes"
+                    ))
                 })
             };
             topo.connect(lookup(a)?, lookup(b)?, *spec);
@@ -119,7 +134,10 @@ impl Topology {
         for (i, link) in self.links.iter().enumerate() {
             let (a, b) = (&self.nodes[link.a as usize], &self.nodes[link.b as usize]);
             if link.a == link.b {
-                return Err(TopologyError(format!("links[{i}] connects '{}' to itself", a.name)));
+                return Err(TopologyError(format!(
+                    "links[{i}] connects '{}' to itself",
+                    a.name
+                )));
             }
             if link.spec.rate == 0 {
                 return Err(TopologyError(format!(

@@ -58,7 +58,14 @@ impl Flow {
 
     pub fn on_timer(&mut self, flow: u32, now: Time, _token: u32, out: &mut Outbox) -> bool {
         match &mut self.transport {
-            Transport::Udp(u) => u.on_timer(flow, self.src_port, self.dst_port, now, &mut self.record, out),
+            Transport::Udp(u) => u.on_timer(
+                flow,
+                self.src_port,
+                self.dst_port,
+                now,
+                &mut self.record,
+                out,
+            ),
         }
         self.check_finished(now)
     }
@@ -86,8 +93,9 @@ impl Flow {
     }
 
     fn check_finished(&mut self, now: Time) -> bool {
-        let finished_now =
-            self.record.finish.is_none() && self.sender_done() && self.record.packets_in_flight() == 0;
+        let finished_now = self.record.finish.is_none()
+            && self.sender_done()
+            && self.record.packets_in_flight() == 0;
         if finished_now {
             self.record.finish = Some(now);
         }

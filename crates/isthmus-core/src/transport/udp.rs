@@ -30,8 +30,18 @@ pub struct UdpSource {
 }
 
 impl UdpSource {
-    pub fn new(rate: Rate, packet_size: u32, arrivals: Arrivals, size: u64, stop: Time, rng: Rng) -> Self {
-        assert!(packet_size > UDP_HEADER_BYTES, "UDP packet_size must exceed its 28 B of headers");
+    pub fn new(
+        rate: Rate,
+        packet_size: u32,
+        arrivals: Arrivals,
+        size: u64,
+        stop: Time,
+        rng: Rng,
+    ) -> Self {
+        assert!(
+            packet_size > UDP_HEADER_BYTES,
+            "UDP packet_size must exceed its 28 B of headers"
+        );
         UdpSource {
             rate,
             packet_size,
@@ -68,7 +78,8 @@ impl UdpSource {
             self.done = true;
             return;
         }
-        let payload = (self.packet_size - UDP_HEADER_BYTES).min(self.remaining.min(u32::MAX as u64) as u32);
+        let payload =
+            (self.packet_size - UDP_HEADER_BYTES).min(self.remaining.min(u32::MAX as u64) as u32);
         out.packets.push(Packet {
             src: record.src,
             dst: record.dst,
