@@ -1,1 +1,545 @@
+//! Python bindings of the Isthmus engine: thin wrappers that convert arguments, map
+//! errors to `ValueError`, and hand telemetry back as NumPy arrays (one array per
+//! column, never a Python object per element). All logic lives in `isthmus-core`.
 
+use isthmus_core::flowtable::{FlowAction, FlowMatch};
+use isthmus_core::topology::builders;
+use isthmus_core::units::{self, Limit};
+use isthmus_core::{Arrivals, EngineConfig, LinkSpec, NodeKind, RoutingPolicy, Time, UdpFlowSpec};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+fn value_error(e: impl ToString) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+#[pyfunction]
+fn parse_time(text: &str) -> PyResult<u64> {
+    units::parse_time(text).map_err(value_error)
+}
+
+#[pyfunction]
+fn parse_rate(text: &str) -> PyResult<u64> {
+    units::parse_rate(text).map_err(value_error)
+}
+
+#[pyfunction]
+fn parse_size(text: &str) -> PyResult<u64> {
+    units::parse_size(text).map_err(value_error)
+}
+
+/// Returns ("packets", n) or ("bytes", n).
+#[pyfunction]
+fn parse_limit(text: &str) -> PyResult<(&'static str, u64)> {
+    match units::parse_limit(text).map_err(value_error)? {
+        Limit::Packets(n) => Ok(("packets", n)),
+        Limit::Bytes(n) => Ok(("bytes", n)),
+    }
+}
+
+#[pyfunction]
+fn format_time(ps: u64) -> String {
+    units::format_time(ps)
+}
+
+fn limit_from(kind: &str, value: u64) -> PyResult<Limit> {
+    match kind {
+        "packets" => Ok(Limit::Packets(value)),
+        "bytes" => Ok(Limit::Bytes(value)),
+        other => Err(value_error(format!(
+            "limit kind must be 'packets' or 'bytes', got '{other}'"
+        ))),
+    }
+}
+
+fn spec(rate: u64, delay: Time) -> LinkSpec {
+    LinkSpec { rate, delay }
+}
+
+fn dict_of<'py>(
+    py: Python<'py>,
+    columns: Vec<(&str, Bound<'py, PyAny>)>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, column) in columns {
+        d.set_item(name, column)?;
+    }
+    Ok(d)
+}
+
+fn column<'py, T: numpy::Element>(py: Python<'py>, v: Vec<T>) -> Bound<'py, PyAny> {
+    v.into_pyarray(py).into_any()
+}
+
+/// A network graph. Build one with the static constructors; rates in bit/s, delays in ps.
+#[pyclass(module = "isthmus._core", frozen)]
+#[derive(Clone)]
+pub struct Topology {
+    inner: isthmus_core::Topology,
+}
+
+#[pymethods]
+impl Topology {
+    #[staticmethod]
+    fn leaf_spine(
+        spines: usize,
+        leaves: usize,
+        hosts_per_leaf: usize,
+        host_link: (u64, u64),
+        fabric_link: (u64, u64),
+    ) -> PyResult<Self> {
+        let inner = builders::leaf_spine(
+            spines,
+            leaves,
+            hosts_per_leaf,
+            spec(host_link.0, host_link.1),
+            spec(fabric_link.0, fabric_link.1),
+        )
+        .map_err(value_error)?;
+        Ok(Topology { inner })
+    }
+
+    #[staticmethod]
+    fn fat_tree(k: usize, host_link: (u64, u64), fabric_link: (u64, u64)) -> PyResult<Self> {
+        let inner = builders::fat_tree(
+            k,
+            spec(host_link.0, host_link.1),
+            spec(fabric_link.0, fabric_link.1),
+        )
+        .map_err(value_error)?;
+        Ok(Topology { inner })
+    }
+
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn three_tier(
+        cores: usize,
+        aggs: usize,
+        edges: usize,
+        hosts_per_edge: usize,
+        host_link: (u64, u64),
+        fabric_link: (u64, u64),
+        core_link: (u64, u64),
+    ) -> PyResult<Self> {
+        let inner = builders::three_tier(
+            cores,
+            aggs,
+            edges,
+            hosts_per_edge,
+            spec(host_link.0, host_link.1),
+            spec(fabric_link.0, fabric_link.1),
+            spec(core_link.0, core_link.1),
+        )
+        .map_err(value_error)?;
+        Ok(Topology { inner })
+    }
+
+    #[staticmethod]
+    fn vl2(
+        d_a: usize,
+        d_i: usize,
+        hosts_per_tor: usize,
+        host_link: (u64, u64),
+        fabric_link: (u64, u64),
+    ) -> PyResult<Self> {
+        let inner = builders::vl2(
+            d_a,
+            d_i,
+            hosts_per_tor,
+            spec(host_link.0, host_link.1),
+            spec(fabric_link.0, fabric_link.1),
+        )
+        .map_err(value_error)?;
+        Ok(Topology { inner })
+    }
+
+    #[staticmethod]
+    fn ring(
+        n: usize,
+        hosts_per_switch: usize,
+        host_link: (u64, u64),
+        fabric_link: (u64, u64),
+    ) -> PyResult<Self> {
+        let inner = builders::ring(
+            n,
+            hosts_per_switch,
+            spec(host_link.0, host_link.1),
+            spec(fabric_link.0, fabric_link.1),
+        )
+        .map_err(value_error)?;
+        Ok(Topology { inner })
+    }
+
+    #[staticmethod]
+    fn mesh(
+        n: usize,
+        hosts_per_switch: usize,
+        host_link: (u64, u64),
+        fabric_link: (u64, u64),
+    ) -> PyResult<Self> {
+        let inner = builders::mesh(
+            n,
+            hosts_per_switch,
+            spec(host_link.0, host_link.1),
+            spec(fabric_link.0, fabric_link.1),
+        )
+        .map_err(value_error)?;
+        Ok(Topology { inner })
+    }
+
+    /// `nodes`: (name, is_host) pairs; `links`: (a, b, rate_bps, delay_ps).
+    #[staticmethod]
+    fn custom(
+        nodes: Vec<(String, bool)>,
+        links: Vec<(String, String, u64, u64)>,
+    ) -> PyResult<Self> {
+        let nodes: Vec<(String, NodeKind)> = nodes
+            .into_iter()
+            .map(|(n, host)| {
+                (
+                    n,
+                    if host {
+                        NodeKind::Host
+                    } else {
+                        NodeKind::Switch
+                    },
+                )
+            })
+            .collect();
+        let links: Vec<(String, String, LinkSpec)> = links
+            .into_iter()
+            .map(|(a, b, r, d)| (a, b, spec(r, d)))
+            .collect();
+        let inner = isthmus_core::Topology::custom(&nodes, &links).map_err(value_error)?;
+        Ok(Topology { inner })
+    }
+
+    #[getter]
+    fn num_hosts(&self) -> usize {
+        self.inner.num_hosts()
+    }
+
+    #[getter]
+    fn num_nodes(&self) -> usize {
+        self.inner.nodes.len()
+    }
+
+    /// Node columns: name, kind ("host"/"switch"), role, and for hosts their address.
+    fn nodes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let names: Vec<String> = self.inner.nodes.iter().map(|n| n.name.clone()).collect();
+        let kinds: Vec<&str> = self
+            .inner
+            .nodes
+            .iter()
+            .map(|n| {
+                if n.kind == NodeKind::Host {
+                    "host"
+                } else {
+                    "switch"
+                }
+            })
+            .collect();
+        let roles: Vec<String> = self.inner.nodes.iter().map(|n| n.role.clone()).collect();
+        let d = PyDict::new(py);
+        d.set_item("name", names)?;
+        d.set_item("kind", kinds)?;
+        d.set_item("role", roles)?;
+        d.set_item("host_node", column(py, self.inner.hosts.clone()))?;
+        Ok(d)
+    }
+
+    /// Link columns: a, b (node indices), rate_bps, delay_ps.
+    fn links<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let l = &self.inner.links;
+        dict_of(
+            py,
+            vec![
+                ("a", column(py, l.iter().map(|x| x.a).collect::<Vec<_>>())),
+                ("b", column(py, l.iter().map(|x| x.b).collect::<Vec<_>>())),
+                (
+                    "rate_bps",
+                    column(py, l.iter().map(|x| x.spec.rate).collect::<Vec<_>>()),
+                ),
+                (
+                    "delay_ps",
+                    column(py, l.iter().map(|x| x.spec.delay).collect::<Vec<_>>()),
+                ),
+            ],
+        )
+    }
+}
+
+/// A simulation engine over one topology. Times in picoseconds, rates in bit/s.
+#[pyclass(module = "isthmus._core")]
+pub struct Engine {
+    inner: isthmus_core::Engine,
+}
+
+fn opt_i64(t: Option<Time>) -> i64 {
+    t.map_or(-1, |v| v as i64)
+}
+
+#[pymethods]
+impl Engine {
+    #[new]
+    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, ecn_threshold=None, sample_interval=None))]
+    fn new(
+        topology: &Topology,
+        seed: u64,
+        host_queue: (String, u64),
+        switch_queue: (String, u64),
+        routing: &str,
+        ecn_threshold: Option<(String, u64)>,
+        sample_interval: Option<u64>,
+    ) -> PyResult<Self> {
+        if sample_interval == Some(0) {
+            return Err(value_error("sample_interval must be greater than zero"));
+        }
+        let config = EngineConfig {
+            host_queue: limit_from(&host_queue.0, host_queue.1)?,
+            switch_queue: limit_from(&switch_queue.0, switch_queue.1)?,
+            ecn_threshold: ecn_threshold.map(|(k, v)| limit_from(&k, v)).transpose()?,
+            routing: RoutingPolicy::parse(routing).map_err(value_error)?,
+            sample_interval,
+        };
+        Ok(Engine {
+            inner: isthmus_core::Engine::new(topology.inner.clone(), config, seed),
+        })
+    }
+
+    /// Adds a UDP flow; `arrivals` is "constant" or "poisson"; `size` 0 means until `stop`.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (src, dst, rate, packet_size, arrivals, size, start, stop))]
+    fn add_udp_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        rate: u64,
+        packet_size: u32,
+        arrivals: &str,
+        size: u64,
+        start: u64,
+        stop: u64,
+    ) -> PyResult<u32> {
+        let arrivals = match arrivals {
+            "constant" => Arrivals::Constant,
+            "poisson" => Arrivals::Poisson,
+            other => {
+                return Err(value_error(format!(
+                    "arrivals must be 'constant' or 'poisson', got '{other}'"
+                )))
+            }
+        };
+        let spec = UdpFlowSpec {
+            rate,
+            packet_size,
+            arrivals,
+            size,
+            start,
+            stop,
+        };
+        self.inner.add_udp_flow(src, dst, spec).map_err(value_error)
+    }
+
+    /// Installs a flow entry on switch `node`. Exactly one action: `output` (a local
+    /// port), `select` (local ports to hash over), `drop=True`, or none of them to fall
+    /// through to default routing.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (node, priority, in_port=None, src=None, dst=None, proto=None, src_port=None, dst_port=None, output=None, select=None, drop=false))]
+    fn add_flow_entry(
+        &mut self,
+        node: u32,
+        priority: u16,
+        in_port: Option<u16>,
+        src: Option<u32>,
+        dst: Option<u32>,
+        proto: Option<u8>,
+        src_port: Option<u16>,
+        dst_port: Option<u16>,
+        output: Option<u16>,
+        select: Option<Vec<u16>>,
+        drop: bool,
+    ) -> PyResult<u64> {
+        let action = match (output, select, drop) {
+            (Some(p), None, false) => FlowAction::Output(p),
+            (None, Some(ps), false) => FlowAction::Select(ps),
+            (None, None, true) => FlowAction::Drop,
+            (None, None, false) => FlowAction::Default,
+            _ => {
+                return Err(value_error(
+                    "give at most one action: output, select or drop",
+                ))
+            }
+        };
+        let matcher = FlowMatch {
+            in_port,
+            src,
+            dst,
+            proto,
+            src_port,
+            dst_port,
+            flow: None,
+        };
+        self.inner
+            .add_flow_entry(node, priority, matcher, action)
+            .map_err(value_error)
+    }
+
+    /// Runs all events up to `until` (ps); returns how many ran. The GIL is released.
+    fn run_until(&mut self, py: Python<'_>, until: u64) -> u64 {
+        let inner = &mut self.inner;
+        py.detach(|| inner.run_until(until))
+    }
+
+    /// Runs until all flows finish or the clock passes `limit`; returns whether they did.
+    fn run_until_flows_finish(&mut self, py: Python<'_>, limit: u64) -> bool {
+        let inner = &mut self.inner;
+        py.detach(|| inner.run_until_flows_finish(limit))
+    }
+
+    #[getter]
+    fn now(&self) -> u64 {
+        self.inner.now()
+    }
+
+    #[getter]
+    fn events_processed(&self) -> u64 {
+        self.inner.events_processed()
+    }
+
+    #[getter]
+    fn packet_hops(&self) -> u64 {
+        self.inner.packet_hops()
+    }
+
+    #[getter]
+    fn num_flows(&self) -> usize {
+        self.inner.num_flows()
+    }
+
+    #[getter]
+    fn unfinished_flows(&self) -> usize {
+        self.inner.unfinished_flows()
+    }
+
+    #[getter]
+    fn live_packets(&self) -> usize {
+        self.inner.live_packets()
+    }
+
+    #[getter]
+    fn next_event_time(&self) -> Option<u64> {
+        self.inner.next_event_time()
+    }
+
+    /// Per-port columns (one row per port, ports numbered node by node).
+    fn port_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let p = &self.inner.ports;
+        macro_rules! col {
+            ($f:expr) => {
+                column(py, p.iter().map($f).collect::<Vec<_>>())
+            };
+        }
+        let peer_node = col!(|x| p[x.peer as usize].node);
+        dict_of(
+            py,
+            vec![
+                ("node", col!(|x| x.node)),
+                ("port", col!(|x| x.local)),
+                ("peer_node", peer_node),
+                ("rate_bps", col!(|x| x.rate)),
+                ("delay_ps", col!(|x| x.delay)),
+                ("tx_bytes", col!(|x| x.counters.tx_bytes)),
+                ("tx_packets", col!(|x| x.counters.tx_packets)),
+                ("rx_bytes", col!(|x| x.counters.rx_bytes)),
+                ("rx_packets", col!(|x| x.counters.rx_packets)),
+                ("drop_packets", col!(|x| x.counters.drop_packets)),
+                ("drop_bytes", col!(|x| x.counters.drop_bytes)),
+                ("ecn_marks", col!(|x| x.counters.ecn_marks)),
+                ("queue_packets", col!(|x| x.queue.len() as u64)),
+                ("queue_bytes", col!(|x| x.queue.bytes())),
+                ("max_queue_packets", col!(|x| x.counters.max_queue_packets)),
+                ("max_queue_bytes", col!(|x| x.counters.max_queue_bytes)),
+                ("wait_ps", col!(|x| x.counters.wait_ps)),
+                ("busy_ps", col!(|x| x.counters.busy_ps)),
+            ],
+        )
+    }
+
+    /// Per-flow columns; times in ps, -1 where the event has not happened.
+    fn flow_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let f: Vec<_> = self.inner.flows().collect();
+        macro_rules! col {
+            ($f:expr) => {
+                column(py, f.iter().map($f).collect::<Vec<_>>())
+            };
+        }
+        dict_of(
+            py,
+            vec![
+                ("src", col!(|x| x.src)),
+                ("dst", col!(|x| x.dst)),
+                ("size_bytes", col!(|x| x.size)),
+                ("start_ps", col!(|x| x.start as i64)),
+                ("first_delivery_ps", col!(|x| opt_i64(x.first_delivery))),
+                ("last_delivery_ps", col!(|x| opt_i64(x.last_delivery))),
+                ("finish_ps", col!(|x| opt_i64(x.finish))),
+                ("bytes_sent", col!(|x| x.bytes_sent)),
+                ("bytes_delivered", col!(|x| x.bytes_delivered)),
+                ("packets_sent", col!(|x| x.packets_sent)),
+                ("packets_delivered", col!(|x| x.packets_delivered)),
+                ("packets_dropped", col!(|x| x.packets_dropped)),
+            ],
+        )
+    }
+
+    /// Packets each node dropped for want of a route.
+    fn node_unroutable<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
+        self.inner
+            .nodes
+            .iter()
+            .map(|n| n.unroutable)
+            .collect::<Vec<_>>()
+            .into_pyarray(py)
+    }
+
+    /// The sampled time series, or None if sampling is off: `time_ps` (samples) and
+    /// per-port columns shaped (samples, ports).
+    fn samples<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(s) = self.inner.sampler() else {
+            return Ok(None);
+        };
+        let rows = s.times.len();
+        let shape = |v: &Vec<u64>| -> PyResult<Bound<'py, PyAny>> {
+            Ok(v.clone()
+                .into_pyarray(py)
+                .reshape([rows, s.num_ports])?
+                .into_any())
+        };
+        Ok(Some(dict_of(
+            py,
+            vec![
+                ("time_ps", column(py, s.times.clone())),
+                ("queue_packets", shape(&s.queue_packets)?),
+                ("queue_bytes", shape(&s.queue_bytes)?),
+                ("tx_bytes", shape(&s.tx_bytes)?),
+                ("drop_packets", shape(&s.drop_packets)?),
+                ("ecn_marks", shape(&s.ecn_marks)?),
+            ],
+        )?))
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Topology>()?;
+    m.add_class::<Engine>()?;
+    m.add_function(wrap_pyfunction!(parse_time, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(format_time, m)?)?;
+    Ok(())
+}

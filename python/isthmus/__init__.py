@@ -1,0 +1,1 @@
+from isthmus._core import *  # noqa
