@@ -1,0 +1,153 @@
+"""The `isthmus` command line: run a scenario, list the bundled ones."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from isthmus.results import summarize, write_run
+from isthmus.scenario import Scenario, ScenarioError, load_scenario
+from isthmus.units import format_time, time_ps
+
+app = typer.Typer(
+    help="Isthmus: learning-augmented traffic control for datacenter networks.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+errors = Console(stderr=True)
+
+
+def bundled_scenarios() -> dict[str, Path]:
+    folder = resources.files("isthmus") / "scenarios"
+    return {
+        p.stem: Path(str(p))
+        for p in sorted(folder.iterdir(), key=lambda p: p.name)
+        if p.name.endswith(".toml")
+    }
+
+
+def resolve_scenario(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.exists():
+        return path
+    bundled = bundled_scenarios()
+    if name_or_path in bundled:
+        return bundled[name_or_path]
+    raise ScenarioError(
+        f"no scenario file '{name_or_path}' and no bundled scenario of that name; "
+        f"bundled: {', '.join(bundled)} (see `isthmus list`)"
+    )
+
+
+def _fail(message: str) -> None:
+    errors.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+@app.command("list")
+def list_scenarios() -> None:
+    """Show the bundled scenarios."""
+    table = Table("name", "topology", "description", title="bundled scenarios")
+    for name, path in bundled_scenarios().items():
+        scenario = load_scenario(path)
+        table.add_row(name, scenario.topology.kind, scenario.description.strip().split("\n")[0])
+    console.print(table)
+
+
+@app.command()
+def run(
+    scenario: str = typer.Argument(..., help="A scenario file, or the name of a bundled one."),
+    seed: int | None = typer.Option(None, help="Override the scenario's seed."),
+    out: Path | None = typer.Option(None, help="Run folder to write (default runs/NAME-...)."),
+) -> None:
+    """Run a scenario with a progress bar, print a summary, write a run folder."""
+    try:
+        path = resolve_scenario(scenario)
+        spec = load_scenario(path)
+        if seed is not None and seed < 0:
+            raise ScenarioError(f"--seed must be a non-negative integer, got {seed}")
+        sim = spec.build(seed=seed, base=path.parent)
+    except ScenarioError as e:
+        _fail(str(e))
+    if out is None:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = Path("runs") / f"{spec.name}-seed{sim.seed}-{stamp}"
+    if out.exists():
+        _fail(f"run folder '{out}' already exists; choose another --out")
+
+    wall = _run_with_progress(sim, spec)
+    summary = summarize(sim, scenario=spec.name, wall_s=wall)
+    folder = write_run(sim, out, scenario_text=path.read_text(), summary=summary)
+    _print_summary(summary, folder)
+
+
+def _run_with_progress(sim, spec: Scenario) -> float:
+    duration = time_ps(spec.run.duration)
+    started = time.perf_counter()
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[simulated]} of {task.fields[end]} simulated"),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        task = progress.add_task(
+            spec.name, total=duration, simulated=format_time(0), end=format_time(duration), rate=""
+        )
+
+        def on_progress(now: int) -> None:
+            elapsed = time.perf_counter() - started
+            rate = f"{sim.events_processed / elapsed / 1e6:.1f}M events/s" if elapsed > 0 else ""
+            progress.update(task, completed=now, simulated=format_time(now), rate=rate)
+
+        sim.run(
+            duration,
+            stop_when_flows_finish=spec.run.stop_when == "flows_finished",
+            on_progress=on_progress,
+        )
+        progress.update(task, completed=duration)
+    return time.perf_counter() - started
+
+
+def _print_summary(summary: dict, folder: Path) -> None:
+    table = Table(title=f"{summary['scenario']} (seed {summary['seed']})", show_header=False)
+    table.add_column("metric", style="bold")
+    table.add_column("value", justify="right")
+    delivered = summary["delivered_fraction"]
+    rows = [
+        ("simulated time", f"{summary['simulated_s'] * 1e3:.3f} ms"),
+        ("flows finished", f"{summary['flows_finished']} / {summary['flows']}"),
+        (
+            "bytes delivered",
+            f"{summary['bytes_delivered']:,}"
+            + (f" ({delivered:.2%} of sent)" if delivered is not None else ""),
+        ),
+        ("packets delivered", f"{summary['packets_delivered']:,}"),
+        ("packets dropped", f"{summary['packets_dropped']:,}"),
+        ("ECN marks", f"{summary['ecn_marks']:,}"),
+        ("max switch queue", f"{summary['max_switch_queue_packets']} packets"),
+        ("mean queueing delay", f"{summary['mean_queue_wait_us']:.3f} us"),
+        ("busiest link utilization", f"{summary['max_link_utilization']:.1%}"),
+        ("events", f"{summary['events']:,}"),
+        ("wall clock", f"{summary['wall_s']:.2f} s"),
+        ("events per second", f"{summary['events_per_s']:,}"),
+        ("peak memory", f"{summary['peak_rss_mb']:.0f} MB"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    console.print(f"run folder: [bold]{folder}[/]")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,137 @@
+"""Run folders: the complete record of one simulation run, written atomically.
+
+A run folder holds `flows.parquet` (one row per flow), `ports.parquet` (one row per
+egress port), `timeseries.parquet` (when sampling was on; one row per sample and
+port), `summary.json` and a copy of the scenario. It is assembled in a hidden sibling
+folder and renamed into place, so it is either complete or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from isthmus.simulation import Simulation
+from isthmus.units import seconds
+
+
+def _version() -> str:
+    try:
+        return metadata.version("isthmus")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 / (1024 if sys.platform == "darwin" else 1)
+
+
+def port_frame(sim: Simulation) -> dict[str, np.ndarray | list]:
+    ports = sim.ports()
+    nodes = sim.topology.nodes()
+    names = nodes["name"]
+    elapsed = max(sim.now, 1)
+    frame: dict[str, np.ndarray | list] = {
+        "node_name": [names[n] for n in ports["node"]],
+        "peer_name": [names[n] for n in ports["peer_node"]],
+        "role": [nodes["role"][n] for n in ports["node"]],
+    }
+    frame.update(ports)
+    frame["utilization"] = ports["busy_ps"] / elapsed
+    return frame
+
+
+def flow_frame(sim: Simulation) -> dict[str, np.ndarray]:
+    flows = sim.flows()
+    finished = flows["finish_ps"] >= 0
+    fct = np.where(finished, flows["finish_ps"] - flows["start_ps"], -1)
+    return {"flow_id": np.arange(len(fct), dtype=np.uint32), **flows, "fct_ps": fct}
+
+
+def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
+    flows = sim.flows()
+    ports = sim.ports()
+    is_switch = np.array(sim.topology.nodes()["kind"])[ports["node"]] == "switch"
+    tx_packets = int(ports["tx_packets"].sum())
+    finished = int((flows["finish_ps"] >= 0).sum())
+    bytes_sent = int(flows["bytes_sent"].sum())
+    bytes_delivered = int(flows["bytes_delivered"].sum())
+    utilization = ports["busy_ps"] / max(sim.now, 1)
+    return {
+        "scenario": scenario,
+        "seed": sim.seed,
+        "isthmus_version": _version(),
+        "simulated_s": seconds(sim.now),
+        "wall_s": round(wall_s, 4),
+        "events": sim.events_processed,
+        "events_per_s": round(sim.events_processed / wall_s) if wall_s > 0 else None,
+        "packet_hops": sim.packet_hops,
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "flows": sim.num_flows,
+        "flows_finished": finished,
+        "flows_unfinished": sim.num_flows - finished,
+        "bytes_sent": bytes_sent,
+        "bytes_delivered": bytes_delivered,
+        "delivered_fraction": bytes_delivered / bytes_sent if bytes_sent else None,
+        "packets_sent": int(flows["packets_sent"].sum()),
+        "packets_delivered": int(flows["packets_delivered"].sum()),
+        "packets_dropped": int(ports["drop_packets"].sum()),
+        "packets_unroutable": int(sim.unroutable().sum()),
+        "ecn_marks": int(ports["ecn_marks"].sum()),
+        "max_switch_queue_packets": int(ports["max_queue_packets"][is_switch].max(initial=0)),
+        "mean_queue_wait_us": float(ports["wait_ps"].sum() / tx_packets / 1e6)
+        if tx_packets
+        else 0.0,
+        "max_link_utilization": float(utilization.max(initial=0.0)),
+    }
+
+
+def _timeseries_table(sim: Simulation) -> pa.Table | None:
+    samples = sim.samples()
+    if samples is None:
+        return None
+    times = samples["time_ps"]
+    rows, ports = samples["queue_bytes"].shape
+    columns = {
+        "time_ps": np.repeat(times, ports),
+        "port_index": np.tile(np.arange(ports, dtype=np.uint32), rows),
+    }
+    for name in ("queue_packets", "queue_bytes", "tx_bytes", "drop_packets", "ecn_marks"):
+        columns[name] = samples[name].reshape(-1)
+    return pa.table(columns)
+
+
+def write_run(sim: Simulation, out: Path, *, scenario_text: str, summary: dict) -> Path:
+    """Writes the run folder `out`, which must not exist yet; returns it."""
+    out = Path(out)
+    if out.exists():
+        raise FileExistsError(f"run folder '{out}' already exists; choose another --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.parent / f".{out.name}.partial-{os.getpid()}"
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.mkdir()
+    try:
+        pq.write_table(pa.table(flow_frame(sim)), partial / "flows.parquet")
+        pq.write_table(pa.table(port_frame(sim)), partial / "ports.parquet")
+        series = _timeseries_table(sim)
+        if series is not None:
+            pq.write_table(series, partial / "timeseries.parquet")
+        (partial / "scenario.toml").write_text(scenario_text)
+        (partial / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        os.rename(partial, out)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return out

@@ -1,0 +1,373 @@
+"""Scenario files: a typed, validated description of one experiment.
+
+A scenario is TOML. Every quantity carries its unit ("10Gbps", "1us", "250pkts");
+unknown keys, missing units, negative or zero rates, out-of-range hosts and
+impossible topologies are refused with one message that names the field and the fix.
+
+    name = "leafspine-udp"
+    seed = 1
+    [topology]            # kind = leaf_spine | fat_tree | three_tier | vl2 | ring | mesh | custom
+    kind = "leaf_spine"
+    spines = 2
+    leaves = 4
+    hosts_per_leaf = 8
+    [network]             # routing, queue limits, ECN marking threshold
+    routing = "ecmp"
+    [[traffic]]           # any number of traffic blocks
+    kind = "udp"
+    pattern = "permutation"
+    rate = "6Gbps"
+    stop = "20ms"
+    [run]
+    duration = "20ms"
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+import tomllib
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from isthmus import units
+from isthmus.simulation import Simulation
+from isthmus.topology import Link, Topology
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run; the message names the field and the fix."""
+
+
+def _unit_string(parse, example: str):
+    def check(value: object) -> str:
+        if isinstance(value, bool) or not isinstance(value, str):
+            raise ValueError(
+                f"{value!r} has no unit; write it as a string with a unit, e.g. '{example}'"
+            )
+        parse(value)
+        return value
+
+    return BeforeValidator(check)
+
+
+Time = Annotated[str, _unit_string(units.time_ps, "1us")]
+Rate = Annotated[str, _unit_string(units.rate_bps, "10Gbps")]
+Size = Annotated[str, _unit_string(units.size_bytes, "1500B")]
+QueueLimit = Annotated[str, _unit_string(units.limit, "250pkts")]
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LinkModel(Strict):
+    rate: Rate
+    delay: Time = "1us"
+
+    def link(self) -> Link:
+        return Link(self.rate, self.delay)
+
+
+HOST_LINK = LinkModel(rate="10Gbps", delay="1us")
+FABRIC_LINK = LinkModel(rate="40Gbps", delay="1us")
+
+
+class LeafSpine(Strict):
+    kind: Literal["leaf_spine"]
+    spines: PositiveInt
+    leaves: PositiveInt
+    hosts_per_leaf: PositiveInt
+    host_link: LinkModel = HOST_LINK
+    fabric_link: LinkModel = FABRIC_LINK
+
+    def build(self, base: Path) -> Topology:
+        return Topology.leaf_spine(
+            self.spines,
+            self.leaves,
+            self.hosts_per_leaf,
+            self.host_link.link(),
+            self.fabric_link.link(),
+        )
+
+
+class FatTree(Strict):
+    kind: Literal["fat_tree"]
+    k: PositiveInt
+    host_link: LinkModel = HOST_LINK
+    fabric_link: LinkModel = HOST_LINK
+
+    def build(self, base: Path) -> Topology:
+        return Topology.fat_tree(self.k, self.host_link.link(), self.fabric_link.link())
+
+
+class ThreeTier(Strict):
+    kind: Literal["three_tier"]
+    cores: PositiveInt = 1
+    aggs: PositiveInt = 2
+    edges: PositiveInt = 5
+    hosts_per_edge: PositiveInt = 10
+    host_link: LinkModel = HOST_LINK
+    fabric_link: LinkModel = HOST_LINK
+    core_link: LinkModel | None = None
+
+    def build(self, base: Path) -> Topology:
+        return Topology.three_tier(
+            self.cores,
+            self.aggs,
+            self.edges,
+            self.hosts_per_edge,
+            self.host_link.link(),
+            self.fabric_link.link(),
+            self.core_link.link() if self.core_link else None,
+        )
+
+
+class VL2(Strict):
+    kind: Literal["vl2"]
+    d_a: PositiveInt
+    d_i: PositiveInt
+    hosts_per_tor: PositiveInt = 20
+    host_link: LinkModel = HOST_LINK
+    fabric_link: LinkModel = FABRIC_LINK
+
+    def build(self, base: Path) -> Topology:
+        return Topology.vl2(
+            self.d_a, self.d_i, self.hosts_per_tor, self.host_link.link(), self.fabric_link.link()
+        )
+
+
+class Ring(Strict):
+    kind: Literal["ring", "mesh"]
+    switches: PositiveInt
+    hosts_per_switch: PositiveInt = 1
+    host_link: LinkModel = HOST_LINK
+    fabric_link: LinkModel = HOST_LINK
+
+    def build(self, base: Path) -> Topology:
+        builder = Topology.ring if self.kind == "ring" else Topology.mesh
+        return builder(
+            self.switches, self.hosts_per_switch, self.host_link.link(), self.fabric_link.link()
+        )
+
+
+class CustomLink(Strict):
+    a: str
+    b: str
+    rate: Rate
+    delay: Time = "1us"
+
+
+class EdgeList(Strict):
+    hosts: list[str]
+    switches: list[str]
+    links: list[CustomLink]
+
+
+class Custom(Strict):
+    """Nodes and links listed inline, or in a separate TOML edge list (`file`, relative
+    to the scenario) with the same three keys."""
+
+    kind: Literal["custom"]
+    file: str | None = None
+    hosts: list[str] = []
+    switches: list[str] = []
+    links: list[CustomLink] = []
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Custom:
+        inline = bool(self.hosts or self.switches or self.links)
+        if self.file and inline:
+            raise ValueError("give either file or hosts/switches/links inline, not both")
+        if not self.file and not inline:
+            raise ValueError("list hosts, switches and links, or name an edge-list file")
+        return self
+
+    def build(self, base: Path) -> Topology:
+        edges = EdgeList(hosts=self.hosts, switches=self.switches, links=self.links)
+        if self.file:
+            path = base / self.file
+            try:
+                data = tomllib.loads(path.read_text())
+            except FileNotFoundError:
+                raise ScenarioError(f"topology.file: edge list '{path}' does not exist") from None
+            try:
+                edges = EdgeList.model_validate(data)
+            except ValidationError as e:
+                raise ScenarioError(_describe(e, prefix=f"{path}: ")) from None
+        links = [(link.a, link.b, Link(link.rate, link.delay)) for link in edges.links]
+        return Topology.custom(edges.hosts, edges.switches, links)
+
+
+TopologyModel = Annotated[
+    LeafSpine | FatTree | ThreeTier | VL2 | Ring | Custom, Field(discriminator="kind")
+]
+
+
+class Network(Strict):
+    routing: Literal["ecmp", "spray", "single_path"] = "ecmp"
+    host_queue: QueueLimit = "250pkts"
+    switch_queue: QueueLimit = "250pkts"
+    ecn_threshold: QueueLimit | None = None
+
+
+class UdpTraffic(Strict):
+    """UDP flows between host pairs. `pattern`: permutation (every host sends to one
+    other host and receives from one, a random derangement drawn from the seed),
+    all_to_all (every ordered pair), or pairs (the explicit `pairs` list)."""
+
+    kind: Literal["udp"]
+    pattern: Literal["permutation", "all_to_all", "pairs"]
+    pairs: list[tuple[int, int]] = []
+    rate: Rate
+    arrivals: Literal["constant", "poisson"] = "poisson"
+    packet_size: Size = "1500B"
+    size: Size | None = None
+    start: Time = "0s"
+    stop: Time | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> UdpTraffic:
+        if self.pattern == "pairs" and not self.pairs:
+            raise ValueError("pattern 'pairs' needs a non-empty pairs list, e.g. [[0, 1]]")
+        if self.pattern != "pairs" and self.pairs:
+            raise ValueError(f"pairs is only used with pattern 'pairs', not {self.pattern!r}")
+        if self.size is None and self.stop is None:
+            raise ValueError("give size, stop, or both, so the flows end")
+        if self.stop is not None and units.time_ps(self.stop) <= units.time_ps(self.start):
+            raise ValueError(f"stop ({self.stop}) must come after start ({self.start})")
+        return self
+
+    def host_pairs(self, num_hosts: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+        if self.pattern == "pairs":
+            for i, (src, dst) in enumerate(self.pairs):
+                for host in (src, dst):
+                    if not 0 <= host < num_hosts:
+                        raise ScenarioError(
+                            f"pairs[{i}]: host {host} does not exist; the topology has "
+                            f"{num_hosts} hosts (0..{num_hosts - 1})"
+                        )
+            return list(self.pairs)
+        if self.pattern == "all_to_all":
+            return [(s, d) for s in range(num_hosts) for d in range(num_hosts) if s != d]
+        return list(enumerate(_derangement(num_hosts, rng)))
+
+
+def _derangement(n: int, rng: np.random.Generator) -> list[int]:
+    """A uniformly random permutation with no fixed point (rejection sampling)."""
+    while True:
+        perm = rng.permutation(n)
+        if not np.any(perm == np.arange(n)):
+            return [int(x) for x in perm]
+
+
+class Telemetry(Strict):
+    sample_interval: Time | None = None
+
+
+class Run(Strict):
+    duration: Time
+    stop_when: Literal["duration", "flows_finished"] = "duration"
+
+
+class Scenario(Strict):
+    name: str
+    description: str = ""
+    seed: Annotated[int, Field(ge=0)] = 1
+    topology: TopologyModel
+    network: Network = Network()
+    traffic: list[Annotated[UdpTraffic, Field(discriminator="kind")]] = []
+    telemetry: Telemetry = Telemetry()
+    run: Run
+
+    def build(self, *, seed: int | None = None, base: Path = Path(".")) -> Simulation:
+        """The simulation this scenario describes; `seed` overrides the file's seed."""
+        seed = self.seed if seed is None else seed
+        try:
+            topology = self.topology.build(base)
+        except ValueError as e:
+            if isinstance(e, ScenarioError):
+                raise
+            raise ScenarioError(f"topology: {e}") from None
+        sim = Simulation(
+            topology,
+            seed=seed,
+            routing=self.network.routing,
+            host_queue=self.network.host_queue,
+            switch_queue=self.network.switch_queue,
+            ecn_threshold=self.network.ecn_threshold,
+            sample_interval=self.telemetry.sample_interval,
+        )
+        for i, block in enumerate(self.traffic):
+            # One random stream per traffic block: editing one block leaves the others' draws alone.
+            rng = np.random.default_rng([seed, 0x7261FF1C, i])
+            try:
+                pairs = block.host_pairs(topology.num_hosts, rng)
+            except ScenarioError as e:
+                raise ScenarioError(f"traffic[{i}].{e}") from None
+            for src, dst in pairs:
+                try:
+                    sim.add_udp_flow(
+                        src,
+                        dst,
+                        block.rate,
+                        size=block.size,
+                        start=block.start,
+                        stop=block.stop,
+                        arrivals=block.arrivals,
+                        packet_size=block.packet_size,
+                    )
+                except ValueError as e:
+                    raise ScenarioError(f"traffic[{i}]: {e}") from None
+        return sim
+
+
+def _describe(error: ValidationError, prefix: str = "") -> str:
+    """One line per problem: the dotted field path, then what is wrong with it."""
+    lines = []
+    for problem in error.errors():
+        loc = ".".join(str(part) for part in problem["loc"] if not _is_tag(part))
+        message = problem["msg"].removeprefix("Value error, ")
+        if problem["type"] == "extra_forbidden":
+            message = "unknown key; remove it or check its spelling"
+        elif problem["type"] == "missing":
+            message = "required but missing"
+        lines.append(f"{prefix}{loc}: {message}" if loc else f"{prefix}{message}")
+    return "\n".join(lines)
+
+
+def _is_tag(part: object) -> bool:
+    # Discriminated unions add the variant's tag ("leaf_spine", "udp") to the path.
+    return isinstance(part, str) and part in _VARIANT_TAGS
+
+
+_VARIANT_TAGS = {"leaf_spine", "fat_tree", "three_tier", "vl2", "ring", "mesh", "custom", "udp"}
+
+
+def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{source}: not valid TOML: {e}") from None
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(_describe(e, prefix=f"{source}: ")) from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ScenarioError(f"scenario file '{path}' does not exist") from None
+    return parse_scenario(text, source=str(path))

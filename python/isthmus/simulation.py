@@ -1,0 +1,173 @@
+"""`Simulation`: one network, its traffic and its clock, driven from Python.
+
+The engine runs in Rust; this class converts units, adds flows, advances the clock in
+chunks (so a caller can show progress or step a controller between chunks) and returns
+telemetry as dicts of NumPy columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from isthmus import _core
+from isthmus.topology import Topology
+from isthmus.units import limit, rate_bps, size_bytes, time_ps
+
+ROUTING_POLICIES = ("ecmp", "spray", "single_path")
+ARRIVALS = ("constant", "poisson")
+
+
+class Simulation:
+    """A network and its traffic. Times are picoseconds; every argument that is a
+    quantity also accepts a unit string ("5ms", "10Gbps", "1500B", "250pkts")."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        *,
+        seed: int = 1,
+        routing: str = "ecmp",
+        host_queue: str = "250pkts",
+        switch_queue: str = "250pkts",
+        ecn_threshold: str | None = None,
+        sample_interval: int | str | None = None,
+    ):
+        if routing not in ROUTING_POLICIES:
+            raise ValueError(
+                f"unknown routing {routing!r}; choose one of {', '.join(ROUTING_POLICIES)}"
+            )
+        if seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed}")
+        self.topology = topology
+        self.seed = seed
+        self._engine = _core.Engine(
+            topology._core,
+            seed,
+            limit(host_queue),
+            limit(switch_queue),
+            routing,
+            limit(ecn_threshold) if ecn_threshold is not None else None,
+            time_ps(sample_interval) if sample_interval is not None else None,
+        )
+
+    # ---- traffic -----------------------------------------------------------------
+
+    def add_udp_flow(
+        self,
+        src: int,
+        dst: int,
+        rate: int | str,
+        *,
+        size: int | str | None = None,
+        start: int | str = 0,
+        stop: int | str | None = None,
+        arrivals: str = "poisson",
+        packet_size: int | str = "1500B",
+    ) -> int:
+        """A UDP flow of `rate` from host `src` to host `dst`, sending from `start` until
+        `size` payload bytes are sent or `stop` comes, whichever is first. Returns its id."""
+        if arrivals not in ARRIVALS:
+            raise ValueError(f"arrivals must be one of {', '.join(ARRIVALS)}, got {arrivals!r}")
+        if size is None and stop is None:
+            raise ValueError("a UDP flow needs a size, a stop time, or both")
+        return self._engine.add_udp_flow(
+            src,
+            dst,
+            rate_bps(rate),
+            size_bytes(packet_size),
+            arrivals,
+            size_bytes(size) if size is not None else 0,
+            time_ps(start),
+            time_ps(stop) if stop is not None else 2**63,
+        )
+
+    def add_flow_entry(self, switch: int | str, priority: int, **match_and_action) -> int:
+        """Installs a flow-table entry on `switch` (node index or name). Match fields:
+        in_port, src, dst, proto, src_port, dst_port; one action: output=<port>,
+        select=[ports], drop=True, or none to fall through to default routing."""
+        return self._engine.add_flow_entry(self.node_index(switch), priority, **match_and_action)
+
+    def node_index(self, node: int | str) -> int:
+        if isinstance(node, int):
+            return node
+        names = self.topology.nodes()["name"]
+        try:
+            return names.index(node)
+        except ValueError:
+            raise ValueError(f"no node named {node!r} in the topology") from None
+
+    # ---- running -----------------------------------------------------------------
+
+    @property
+    def now(self) -> int:
+        return self._engine.now
+
+    def run(
+        self,
+        until: int | str,
+        *,
+        stop_when_flows_finish: bool = False,
+        chunks: int = 100,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> bool:
+        """Advances the clock to `until`, in `chunks` steps, calling `on_progress(now)`
+        after each. With `stop_when_flows_finish`, stops early once every flow has
+        finished. Returns whether every flow has finished."""
+        end = time_ps(until)
+        begin = self.now
+        if end < begin:
+            raise ValueError(f"until ({end} ps) is before the current time ({begin} ps)")
+        for i in range(1, chunks + 1):
+            target = begin + (end - begin) * i // chunks
+            if stop_when_flows_finish:
+                if self._engine.run_until_flows_finish(target):
+                    break
+                self._engine.run_until(target)
+            else:
+                self._engine.run_until(target)
+            if on_progress is not None:
+                on_progress(self.now)
+        if on_progress is not None:
+            on_progress(self.now)
+        return self._engine.unfinished_flows == 0
+
+    # ---- results -----------------------------------------------------------------
+
+    @property
+    def events_processed(self) -> int:
+        return self._engine.events_processed
+
+    @property
+    def packet_hops(self) -> int:
+        return self._engine.packet_hops
+
+    @property
+    def num_flows(self) -> int:
+        return self._engine.num_flows
+
+    @property
+    def unfinished_flows(self) -> int:
+        return self._engine.unfinished_flows
+
+    @property
+    def live_packets(self) -> int:
+        return self._engine.live_packets
+
+    def flows(self) -> dict[str, np.ndarray]:
+        """Per-flow columns; times in ps and -1 where the event has not happened."""
+        return self._engine.flow_table()
+
+    def ports(self) -> dict[str, np.ndarray]:
+        """Per-port columns: one row per egress port, with its node, peer and counters."""
+        return self._engine.port_table()
+
+    def samples(self) -> dict[str, np.ndarray] | None:
+        """The sampled time series (None unless `sample_interval` was given): `time_ps`
+        and per-port columns shaped (samples, ports)."""
+        return self._engine.samples()
+
+    def unroutable(self) -> np.ndarray:
+        """Packets each node dropped for want of a route."""
+        return self._engine.node_unroutable()

@@ -1,0 +1,157 @@
+"""Topologies: the datacenter shapes of the literature, or any graph you list.
+
+Hosts are numbered 0, 1, ... in rack order (host h of a leaf-spine with H hosts per
+leaf sits on leaf h // H); that number is the host's address in flows and records.
+Each switch's ports are numbered in the order its links were added: host-facing
+links first, then uplinks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from isthmus import _core
+from isthmus.units import rate_bps, time_ps
+
+
+@dataclass(frozen=True)
+class Link:
+    """Rate and one-way propagation delay of a full-duplex link."""
+
+    rate: int | str = "10Gbps"
+    delay: int | str = "1us"
+
+    def as_core(self) -> tuple[int, int]:
+        return rate_bps(self.rate), time_ps(self.delay)
+
+
+class Topology:
+    """A network graph of hosts and switches, built by one of the constructors."""
+
+    def __init__(self, core: _core.Topology):
+        self._core = core
+
+    @classmethod
+    def leaf_spine(
+        cls,
+        spines: int,
+        leaves: int,
+        hosts_per_leaf: int,
+        host_link: Link = Link("10Gbps", "1us"),
+        fabric_link: Link = Link("40Gbps", "1us"),
+    ) -> Topology:
+        return cls(
+            _core.Topology.leaf_spine(
+                spines, leaves, hosts_per_leaf, host_link.as_core(), fabric_link.as_core()
+            )
+        )
+
+    @classmethod
+    def fat_tree(cls, k: int, host_link: Link = Link(), fabric_link: Link = Link()) -> Topology:
+        return cls(_core.Topology.fat_tree(k, host_link.as_core(), fabric_link.as_core()))
+
+    @classmethod
+    def three_tier(
+        cls,
+        cores: int = 1,
+        aggs: int = 2,
+        edges: int = 5,
+        hosts_per_edge: int = 10,
+        host_link: Link = Link(),
+        fabric_link: Link = Link(),
+        core_link: Link | None = None,
+    ) -> Topology:
+        core_link = core_link or fabric_link
+        return cls(
+            _core.Topology.three_tier(
+                cores,
+                aggs,
+                edges,
+                hosts_per_edge,
+                host_link.as_core(),
+                fabric_link.as_core(),
+                core_link.as_core(),
+            )
+        )
+
+    @classmethod
+    def vl2(
+        cls,
+        d_a: int,
+        d_i: int,
+        hosts_per_tor: int = 20,
+        host_link: Link = Link(),
+        fabric_link: Link = Link(),
+    ) -> Topology:
+        return cls(
+            _core.Topology.vl2(d_a, d_i, hosts_per_tor, host_link.as_core(), fabric_link.as_core())
+        )
+
+    @classmethod
+    def ring(
+        cls,
+        switches: int,
+        hosts_per_switch: int = 1,
+        host_link: Link = Link(),
+        fabric_link: Link = Link(),
+    ) -> Topology:
+        return cls(
+            _core.Topology.ring(
+                switches, hosts_per_switch, host_link.as_core(), fabric_link.as_core()
+            )
+        )
+
+    @classmethod
+    def mesh(
+        cls,
+        switches: int,
+        hosts_per_switch: int = 1,
+        host_link: Link = Link(),
+        fabric_link: Link = Link(),
+    ) -> Topology:
+        return cls(
+            _core.Topology.mesh(
+                switches, hosts_per_switch, host_link.as_core(), fabric_link.as_core()
+            )
+        )
+
+    @classmethod
+    def custom(
+        cls, hosts: list[str], switches: list[str], links: list[tuple[str, str, Link]]
+    ) -> Topology:
+        nodes = [(h, True) for h in hosts] + [(s, False) for s in switches]
+        core_links = [(a, b, *link.as_core()) for a, b, link in links]
+        return cls(_core.Topology.custom(nodes, core_links))
+
+    @property
+    def num_hosts(self) -> int:
+        return self._core.num_hosts
+
+    @property
+    def num_nodes(self) -> int:
+        return self._core.num_nodes
+
+    def nodes(self) -> dict:
+        """Columns `name`, `kind`, `role`, and `host_node` (host address → node index)."""
+        return self._core.nodes()
+
+    def links(self) -> dict:
+        """Columns `a`, `b` (node indices), `rate_bps`, `delay_ps`."""
+        return self._core.links()
+
+    def to_networkx(self) -> nx.MultiGraph:
+        """The graph with node attributes kind/role/address and link attributes
+        rate_bps/delay_ps. A MultiGraph, so parallel links are kept."""
+        nodes = self.nodes()
+        links = self.links()
+        address = {int(node): a for a, node in enumerate(nodes["host_node"])}
+        g = nx.MultiGraph()
+        for i, name in enumerate(nodes["name"]):
+            g.add_node(name, kind=nodes["kind"][i], role=nodes["role"][i], address=address.get(i))
+        for a, b, rate, delay in zip(
+            links["a"], links["b"], links["rate_bps"], links["delay_ps"], strict=True
+        ):
+            g.add_edge(nodes["name"][a], nodes["name"][b], rate_bps=int(rate), delay_ps=int(delay))
+        return g

@@ -1,0 +1,62 @@
+"""Each bundled scenario states what a correct run shows; these tests hold it to that."""
+
+import numpy as np
+
+from isthmus import load_scenario
+from isthmus.units import time_ps
+
+
+def run(scenario_path, name, **network):
+    scenario = load_scenario(scenario_path(name))
+    if network:
+        scenario = scenario.model_copy(
+            update={"network": scenario.network.model_copy(update=network)}
+        )
+    sim = scenario.build()
+    sim.run(time_ps(scenario.run.duration), stop_when_flows_finish=True)
+    return sim
+
+
+def host_ports(sim):
+    ports = sim.ports()
+    return ports, np.isin(ports["node"], sim.topology.nodes()["host_node"])
+
+
+def test_leafspine_udp_delivers_everything_and_nics_wait_as_md1(scenario_path):
+    sim = run(scenario_path, "leafspine-udp")
+    flows = sim.flows()
+    ports, nic = host_ports(sim)
+    assert sim.unfinished_flows == 0
+    assert ports["drop_packets"].sum() == 0
+    assert np.array_equal(flows["bytes_delivered"], flows["bytes_sent"])
+    utilization = ports["busy_ps"][nic] / time_ps("20ms")
+    assert np.all(np.abs(utilization - 0.6) < 0.02), utilization
+    wait_us = ports["wait_ps"][nic].sum() / ports["tx_packets"][nic].sum() / 1e6
+    assert abs(wait_us - 0.9) / 0.9 < 0.03, wait_us
+
+
+def test_incast_drops_the_excess_at_the_last_hop_only(scenario_path):
+    sim = run(scenario_path, "incast-udp")
+    ports = sim.ports()
+    names = sim.topology.nodes()["name"]
+    dropping = {
+        (names[n], names[m])
+        for n, m, d in zip(ports["node"], ports["peer_node"], ports["drop_packets"], strict=True)
+        if d
+    }
+    assert dropping == {("leaf0", "h0")}
+    flows = sim.flows()
+    dropped = ports["drop_packets"].sum() / flows["packets_sent"].sum()
+    assert 0.33 < dropped < 0.375
+    last_hop = (ports["node"] == names.index("leaf0")) & (ports["peer_node"] == names.index("h0"))
+    assert ports["busy_ps"][last_hop][0] / sim.now > 0.97
+
+
+def test_fattree_permutation_collides_under_ecmp_but_not_when_sprayed(scenario_path):
+    ecmp = run(scenario_path, "fattree-permutation-udp")
+    delivered = ecmp.flows()["bytes_delivered"] / ecmp.flows()["bytes_sent"]
+    assert ecmp.ports()["drop_packets"].sum() > 0
+    assert np.sum(delivered == 1.0) >= 4 and np.sum(delivered < 0.7) >= 2
+    sprayed = run(scenario_path, "fattree-permutation-udp", routing="spray")
+    assert sprayed.ports()["drop_packets"].sum() == 0
+    assert np.all(sprayed.flows()["bytes_delivered"] == sprayed.flows()["bytes_sent"])

@@ -1,0 +1,96 @@
+"""The command line end to end: list, run, the run folder, and refusals."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from isthmus import results
+from isthmus.cli import app
+
+runner = CliRunner()
+
+
+def test_list_shows_every_bundled_scenario():
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 0, result.output
+    for name in ("leafspine-udp", "incast-udp", "fattree-permutation-udp"):
+        assert name in result.output
+
+
+def test_run_writes_a_complete_run_folder(tmp_path):
+    out = tmp_path / "run1"
+    result = runner.invoke(app, ["run", "incast-udp", "--seed", "3", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "packets dropped" in result.output and "run folder" in result.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "flows.parquet",
+        "ports.parquet",
+        "scenario.toml",
+        "summary.json",
+    ]
+    summary = json.loads((out / "summary.json").read_text())
+    flows = pq.read_table(out / "flows.parquet").to_pydict()
+    ports = pq.read_table(out / "ports.parquet").to_pydict()
+    assert summary["seed"] == 3 and summary["flows"] == len(flows["flow_id"]) == 16
+    assert summary["packets_dropped"] == sum(ports["drop_packets"]) > 0
+    assert summary["packets_sent"] == summary["packets_delivered"] + summary["packets_dropped"]
+    assert 'kind = "leaf_spine"' in (out / "scenario.toml").read_text()
+    assert not list(tmp_path.glob(".*partial*"))
+
+
+def test_sampled_scenarios_write_a_time_series(tmp_path):
+    out = tmp_path / "run"
+    assert runner.invoke(app, ["run", "leafspine-udp", "--out", str(out)]).exit_code == 0
+    series = pq.read_table(out / "timeseries.parquet")
+    ports = pq.read_table(out / "ports.parquet").num_rows
+    assert series.num_rows % ports == 0 and series.num_rows // ports >= 200
+
+
+def test_existing_run_folder_is_never_overwritten(tmp_path):
+    out = tmp_path / "taken"
+    out.mkdir()
+    result = runner.invoke(app, ["run", "incast-udp", "--out", str(out)])
+    assert result.exit_code == 2
+    assert "already exists" in result.output
+    assert list(out.iterdir()) == []
+
+
+def test_bad_scenario_is_one_clear_error_and_no_folder(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[topology]\nkind = "ring"\nswitches = 4\n[run]\nduration = "1"\n')
+    out = tmp_path / "never"
+    result = runner.invoke(app, ["run", str(bad), "--out", str(out)])
+    assert result.exit_code == 2
+    assert "run.duration: invalid time '1': missing unit" in result.output
+    assert not out.exists()
+    result = runner.invoke(app, ["run", "no-such-scenario"])
+    assert result.exit_code == 2 and "isthmus list" in result.output
+
+
+def test_a_failure_while_writing_leaves_no_half_written_folder(tmp_path, monkeypatch):
+    def broken(table, path):
+        Path(path).write_text("half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(results.pq, "write_table", broken)
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", "incast-udp", "--out", str(out)])
+    assert result.exit_code != 0
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="console script path")
+def test_installed_command_runs_a_bundled_scenario(tmp_path):
+    exe = Path(sys.executable).parent / "isthmus"
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [str(exe), "run", "incast-udp", "--out", str(out)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert (out / "summary.json").exists()
