@@ -329,11 +329,7 @@ impl Engine {
     /// Returns how many events ran.
     pub fn run_until(&mut self, until: Time) -> u64 {
         let before = self.events_processed;
-        while let Some(t) = self.events.peek_time() {
-            if t > until {
-                break;
-            }
-            let ev = self.events.pop().expect("peeked");
+        while let Some(ev) = self.events.pop_until(until) {
             self.handle(ev);
         }
         self.now = self.now.max(until);

@@ -28,6 +28,10 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+// The measured alternatives were no faster on the engine's workload (medium leaf-spine,
+// UDP): a monotone radix heap (each event re-bucketed ~20 times at picosecond
+// resolution) and a 4-ary heap on packed (time, seq) keys were 0% and 10% slower.
+
 impl PartialEq for Event {
     fn eq(&self, other: &Self) -> bool {
         self.time == other.time && self.seq == other.seq
@@ -68,6 +72,15 @@ impl EventQueue {
         self.heap.peek().map(|e| e.time)
     }
 
+    /// Removes and returns the earliest event if its time is at most `until`.
+    #[inline]
+    pub fn pop_until(&mut self, until: Time) -> Option<Event> {
+        if self.heap.peek()?.time > until {
+            return None;
+        }
+        self.heap.pop()
+    }
+
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
         self.heap.pop()
@@ -82,22 +95,29 @@ impl EventQueue {
     }
 
     /// Every pending event, in no particular order (for audits such as byte conservation).
-    pub fn iter(&self) -> impl Iterator<Item = &Event> {
-        self.heap.iter()
+    pub fn iter(&self) -> impl Iterator<Item = Event> + '_ {
+        self.heap.iter().copied()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::{Rng, Stream};
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    fn timer(flow: u32) -> EventKind {
+        EventKind::FlowTimer { flow, token: 0 }
+    }
 
     #[test]
     fn pops_in_time_order_and_ties_in_insertion_order() {
         let mut q = EventQueue::default();
-        q.push(5, EventKind::FlowTimer { flow: 0, token: 0 });
-        q.push(3, EventKind::FlowTimer { flow: 1, token: 0 });
-        q.push(5, EventKind::FlowTimer { flow: 2, token: 0 });
-        q.push(5, EventKind::FlowTimer { flow: 3, token: 0 });
+        q.push(5, timer(0));
+        q.push(3, timer(1));
+        q.push(5, timer(2));
+        q.push(5, timer(3));
         let order: Vec<u32> = std::iter::from_fn(|| q.pop())
             .map(|e| match e.kind {
                 EventKind::FlowTimer { flow, .. } => flow,
@@ -105,5 +125,51 @@ mod tests {
             })
             .collect();
         assert_eq!(order, vec![1, 0, 2, 3]);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn matches_a_time_then_sequence_heap_under_random_interleaving() {
+        let mut rng = Rng::stream(11, Stream::Workload, 0);
+        let mut q = EventQueue::default();
+        let mut reference = BinaryHeap::new();
+        let (mut now, mut seq) = (0u64, 0u32);
+        for _ in 0..200_000 {
+            if rng.below(3) > 0 || reference.is_empty() {
+                // Many ties: times drawn from a small set of offsets, some far ahead.
+                let offset = match rng.below(4) {
+                    0 => 0,
+                    1 => rng.below(8),
+                    2 => rng.below(1 << 20),
+                    _ => rng.below(1 << 40),
+                };
+                q.push(now + offset, timer(seq));
+                reference.push(Reverse((now + offset, seq)));
+                seq += 1;
+            } else {
+                let Reverse((time, id)) = reference.pop().unwrap();
+                assert_eq!(q.peek_time(), Some(time));
+                let e = q.pop().unwrap();
+                assert_eq!((e.time, e.kind), (time, timer(id)));
+                now = time;
+            }
+            assert_eq!(q.len(), reference.len());
+        }
+        assert_eq!(q.iter().count(), reference.len());
+    }
+
+    #[test]
+    fn pop_until_leaves_later_events() {
+        let mut q = EventQueue::default();
+        q.push(10, timer(0));
+        q.push(20, timer(1));
+        assert_eq!(q.pop_until(15).map(|e| e.time), Some(10));
+        assert_eq!(q.pop_until(15), None);
+        assert_eq!(q.peek_time(), Some(20));
+        assert_eq!(q.len(), 1);
+        // The clock may stop short of the next event and schedule before it.
+        q.push(16, timer(2));
+        assert_eq!(q.pop().map(|e| e.time), Some(16));
+        assert_eq!(q.pop().map(|e| e.time), Some(20));
     }
 }
