@@ -27,7 +27,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-import numpy as np
 import tomllib
 from pydantic import (
     BaseModel,
@@ -38,7 +37,7 @@ from pydantic import (
     model_validator,
 )
 
-from isthmus import units
+from isthmus import _core, units
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
 
@@ -247,7 +246,7 @@ class UdpTraffic(Strict):
             raise ValueError(f"stop ({self.stop}) must come after start ({self.start})")
         return self
 
-    def host_pairs(self, num_hosts: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+    def host_pairs(self, num_hosts: int, seed: int, stream: int) -> list[tuple[int, int]]:
         if self.pattern == "pairs":
             for i, (src, dst) in enumerate(self.pairs):
                 for host in (src, dst):
@@ -259,15 +258,7 @@ class UdpTraffic(Strict):
             return list(self.pairs)
         if self.pattern == "all_to_all":
             return [(s, d) for s in range(num_hosts) for d in range(num_hosts) if s != d]
-        return list(enumerate(_derangement(num_hosts, rng)))
-
-
-def _derangement(n: int, rng: np.random.Generator) -> list[int]:
-    """A uniformly random permutation with no fixed point (rejection sampling)."""
-    while True:
-        perm = rng.permutation(n)
-        if not np.any(perm == np.arange(n)):
-            return [int(x) for x in perm]
+        return list(enumerate(_core.derangement(num_hosts, seed, stream)))
 
 
 class Telemetry(Strict):
@@ -309,9 +300,8 @@ class Scenario(Strict):
         )
         for i, block in enumerate(self.traffic):
             # One random stream per traffic block: editing one block leaves the others' draws alone.
-            rng = np.random.default_rng([seed, 0x7261FF1C, i])
             try:
-                pairs = block.host_pairs(topology.num_hosts, rng)
+                pairs = block.host_pairs(topology.num_hosts, seed, stream=i)
             except ScenarioError as e:
                 raise ScenarioError(f"traffic[{i}].{e}") from None
             for src, dst in pairs:

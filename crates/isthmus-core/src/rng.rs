@@ -86,8 +86,54 @@ impl Rng {
     #[inline]
     pub fn exponential(&mut self, mean: f64) -> f64 {
         // 1 - U is in (0, 1], so the logarithm is finite.
-        -(1.0 - self.next_f64()).ln() * mean
+        -portable_ln(1.0 - self.next_f64()) * mean
     }
+
+    /// A uniformly random permutation of 0..n with no fixed point (n >= 2).
+    pub fn derangement(&mut self, n: usize) -> Vec<u32> {
+        assert!(n >= 2, "a derangement needs at least 2 elements");
+        loop {
+            let mut perm: Vec<u32> = (0..n as u32).collect();
+            for i in (1..n).rev() {
+                perm.swap(i, self.below(i as u64 + 1) as usize);
+            }
+            if perm.iter().enumerate().all(|(i, &p)| p != i as u32) {
+                return perm;
+            }
+        }
+    }
+}
+
+/// Natural logarithm from IEEE-754 additions, multiplications and divisions only, which
+/// are correctly rounded everywhere, so random draws do not depend on the platform's
+/// libm. Accurate to a few units in the last place for positive finite x.
+pub fn portable_ln(x: f64) -> f64 {
+    debug_assert!(x > 0.0 && x.is_finite());
+    const LN2: f64 = std::f64::consts::LN_2;
+    let (mut m, mut e) = (x, 0i32);
+    if m < f64::MIN_POSITIVE {
+        m *= (1u64 << 54) as f64;
+        e -= 54;
+    }
+    let bits = m.to_bits();
+    e += ((bits >> 52) & 0x7ff) as i32 - 1023;
+    m = f64::from_bits((bits & !(0x7ff << 52)) | (1023 << 52));
+    if m > std::f64::consts::SQRT_2 {
+        m /= 2.0;
+        e += 1;
+    }
+    // ln m = 2 atanh(s) with s = (m-1)/(m+1), |s| <= 0.1716: the series converges fast.
+    let s = (m - 1.0) / (m + 1.0);
+    let s2 = s * s;
+    let mut term = s;
+    let mut sum = 0.0;
+    let mut k = 1.0;
+    while k < 40.0 {
+        sum += term / k;
+        term *= s2;
+        k += 2.0;
+    }
+    2.0 * sum + e as f64 * LN2
 }
 
 #[cfg(test)]
@@ -127,6 +173,37 @@ mod tests {
                 (c as f64 - n as f64 / 5.0).abs() < 0.02 * n as f64 / 5.0,
                 "{counts:?}"
             );
+        }
+    }
+
+    #[test]
+    fn portable_ln_agrees_with_libm() {
+        let mut r = Rng::stream(3, Stream::Workload, 0);
+        let close = |x: f64| {
+            let (ours, libm) = (portable_ln(x), x.ln());
+            assert!(
+                (ours - libm).abs() <= 4.0 * f64::EPSILON * libm.abs().max(1.0),
+                "{x}: {ours} vs {libm}"
+            );
+        };
+        for _ in 0..100_000 {
+            close(1.0 - r.next_f64());
+            close(r.next_f64() * 1e6 + f64::MIN_POSITIVE);
+        }
+        for x in [1.0, 0.5, 2.0, 1e-300, 1e-310, 1e300, 1.0 - f64::EPSILON] {
+            close(x);
+        }
+    }
+
+    #[test]
+    fn derangements_have_no_fixed_point_and_cover_all() {
+        let mut r = Rng::stream(5, Stream::Workload, 1);
+        for n in [2, 3, 10, 128] {
+            let d = r.derangement(n);
+            let mut sorted = d.clone();
+            sorted.sort();
+            assert_eq!(sorted, (0..n as u32).collect::<Vec<_>>());
+            assert!(d.iter().enumerate().all(|(i, &p)| p != i as u32));
         }
     }
 }

@@ -3,6 +3,7 @@
 //! column, never a Python object per element). All logic lives in `isthmus-core`.
 
 use isthmus_core::flowtable::{FlowAction, FlowMatch};
+use isthmus_core::rng::{Rng, Stream};
 use isthmus_core::topology::builders;
 use isthmus_core::units::{self, Limit};
 use isthmus_core::{Arrivals, EngineConfig, LinkSpec, NodeKind, RoutingPolicy, Time, UdpFlowSpec};
@@ -37,6 +38,18 @@ fn parse_limit(text: &str) -> PyResult<(&'static str, u64)> {
         Limit::Packets(n) => Ok(("packets", n)),
         Limit::Bytes(n) => Ok(("bytes", n)),
     }
+}
+
+/// A random permutation of 0..n without fixed points, from workload stream `index` of
+/// run `seed` (the engine's own generator, so it is the same on every platform).
+#[pyfunction]
+fn derangement(n: usize, seed: u64, index: u64) -> PyResult<Vec<u32>> {
+    if n < 2 {
+        return Err(value_error(format!(
+            "a permutation pattern needs at least 2 hosts, got {n}"
+        )));
+    }
+    Ok(Rng::stream(seed, Stream::Workload, index).derangement(n))
 }
 
 #[pyfunction]
@@ -541,5 +554,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_limit, m)?)?;
     m.add_function(wrap_pyfunction!(format_time, m)?)?;
+    m.add_function(wrap_pyfunction!(derangement, m)?)?;
     Ok(())
 }
