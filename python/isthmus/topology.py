@@ -97,11 +97,9 @@ class Topology:
         host_link: Link = Link(),
         fabric_link: Link = Link(),
     ) -> Topology:
-        return cls(
-            _core.Topology.ring(
-                switches, hosts_per_switch, host_link.as_core(), fabric_link.as_core()
-            )
-        )
+        """`switches` switches in a cycle, each with `hosts_per_switch` hosts."""
+        links = (host_link.as_core(), fabric_link.as_core())
+        return cls(_core.Topology.ring(switches, hosts_per_switch, *links))
 
     @classmethod
     def mesh(
@@ -111,11 +109,9 @@ class Topology:
         host_link: Link = Link(),
         fabric_link: Link = Link(),
     ) -> Topology:
-        return cls(
-            _core.Topology.mesh(
-                switches, hosts_per_switch, host_link.as_core(), fabric_link.as_core()
-            )
-        )
+        """`switches` switches, every pair linked, each with `hosts_per_switch` hosts."""
+        links = (host_link.as_core(), fabric_link.as_core())
+        return cls(_core.Topology.mesh(switches, hosts_per_switch, *links))
 
     @classmethod
     def custom(

@@ -146,7 +146,7 @@ mod tests {
     fn leaf_spine_has_one_downlink_and_all_uplinks() {
         let t = leaf_spine(4, 2, 3, L, L).unwrap();
         let routes = RouteTable::shortest_paths(&t);
-        let leaf0 = t.nodes.iter().position(|n| n.name == "leaf0").unwrap() as u32;
+        let leaf0 = t.node_index("leaf0").unwrap();
         // Hosts 0..3 hang off leaf0 on ports 0..3, spines on ports 3..7.
         assert_eq!(routes.next_hops(leaf0, 1), &[1]);
         assert_eq!(routes.next_hops(leaf0, 4), &[3, 4, 5, 6]);

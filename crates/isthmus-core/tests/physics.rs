@@ -280,12 +280,7 @@ fn uplink_counts(policy: RoutingPolicy, seed: u64, flows: u64, packets_per_flow:
         .unwrap();
     }
     assert!(e.run_until_flows_finish(SEC));
-    let leaf0 = e
-        .topology()
-        .nodes
-        .iter()
-        .position(|n| n.name == "leaf0")
-        .unwrap() as u32;
+    let leaf0 = e.topology().node_index("leaf0").unwrap();
     e.ports
         .iter()
         .filter(|p| p.node == leaf0 && p.local >= 16)
@@ -335,12 +330,7 @@ fn same_seed_is_bit_identical_and_seeds_differ() {
 fn flow_entries_override_default_routing() {
     let topo = leaf_spine(4, 2, 2, link(10, US), link(40, US)).unwrap();
     let mut e = Engine::new(topo, EngineConfig::default(), 3);
-    let leaf0 = e
-        .topology()
-        .nodes
-        .iter()
-        .position(|n| n.name == "leaf0")
-        .unwrap() as u32;
+    let leaf0 = e.topology().node_index("leaf0").unwrap();
     // leaf0: ports 0-1 hosts, 2-5 spines. Pin traffic to host 2 on spine 3 (port 5).
     e.add_flow_entry(
         leaf0,

@@ -67,7 +67,7 @@ fn limit_from(kind: &str, value: u64) -> PyResult<Limit> {
     }
 }
 
-fn spec(rate: u64, delay: Time) -> LinkSpec {
+fn spec((rate, delay): (u64, Time)) -> LinkSpec {
     LinkSpec { rate, delay }
 }
 
@@ -93,6 +93,15 @@ pub struct Topology {
     inner: isthmus_core::Topology,
 }
 
+/// A link as Python passes it: (rate in bit/s, delay in ps).
+type LinkArg = (u64, u64);
+
+fn built(
+    result: Result<isthmus_core::Topology, isthmus_core::topology::TopologyError>,
+) -> PyResult<Topology> {
+    result.map(|inner| Topology { inner }).map_err(value_error)
+}
+
 #[pymethods]
 impl Topology {
     #[staticmethod]
@@ -100,29 +109,21 @@ impl Topology {
         spines: usize,
         leaves: usize,
         hosts_per_leaf: usize,
-        host_link: (u64, u64),
-        fabric_link: (u64, u64),
+        host_link: LinkArg,
+        fabric_link: LinkArg,
     ) -> PyResult<Self> {
-        let inner = builders::leaf_spine(
+        built(builders::leaf_spine(
             spines,
             leaves,
             hosts_per_leaf,
-            spec(host_link.0, host_link.1),
-            spec(fabric_link.0, fabric_link.1),
-        )
-        .map_err(value_error)?;
-        Ok(Topology { inner })
+            spec(host_link),
+            spec(fabric_link),
+        ))
     }
 
     #[staticmethod]
-    fn fat_tree(k: usize, host_link: (u64, u64), fabric_link: (u64, u64)) -> PyResult<Self> {
-        let inner = builders::fat_tree(
-            k,
-            spec(host_link.0, host_link.1),
-            spec(fabric_link.0, fabric_link.1),
-        )
-        .map_err(value_error)?;
-        Ok(Topology { inner })
+    fn fat_tree(k: usize, host_link: LinkArg, fabric_link: LinkArg) -> PyResult<Self> {
+        built(builders::fat_tree(k, spec(host_link), spec(fabric_link)))
     }
 
     #[staticmethod]
@@ -132,21 +133,20 @@ impl Topology {
         aggs: usize,
         edges: usize,
         hosts_per_edge: usize,
-        host_link: (u64, u64),
-        fabric_link: (u64, u64),
-        core_link: (u64, u64),
+        host_link: LinkArg,
+        fabric_link: LinkArg,
+        core_link: LinkArg,
     ) -> PyResult<Self> {
-        let inner = builders::three_tier(
+        let (h, f, c) = (spec(host_link), spec(fabric_link), spec(core_link));
+        built(builders::three_tier(
             cores,
             aggs,
             edges,
             hosts_per_edge,
-            spec(host_link.0, host_link.1),
-            spec(fabric_link.0, fabric_link.1),
-            spec(core_link.0, core_link.1),
-        )
-        .map_err(value_error)?;
-        Ok(Topology { inner })
+            h,
+            f,
+            c,
+        ))
     }
 
     #[staticmethod]
@@ -154,52 +154,46 @@ impl Topology {
         d_a: usize,
         d_i: usize,
         hosts_per_tor: usize,
-        host_link: (u64, u64),
-        fabric_link: (u64, u64),
+        host_link: LinkArg,
+        fabric_link: LinkArg,
     ) -> PyResult<Self> {
-        let inner = builders::vl2(
+        built(builders::vl2(
             d_a,
             d_i,
             hosts_per_tor,
-            spec(host_link.0, host_link.1),
-            spec(fabric_link.0, fabric_link.1),
-        )
-        .map_err(value_error)?;
-        Ok(Topology { inner })
+            spec(host_link),
+            spec(fabric_link),
+        ))
     }
 
     #[staticmethod]
     fn ring(
         n: usize,
         hosts_per_switch: usize,
-        host_link: (u64, u64),
-        fabric_link: (u64, u64),
+        host_link: LinkArg,
+        fabric_link: LinkArg,
     ) -> PyResult<Self> {
-        let inner = builders::ring(
+        built(builders::ring(
             n,
             hosts_per_switch,
-            spec(host_link.0, host_link.1),
-            spec(fabric_link.0, fabric_link.1),
-        )
-        .map_err(value_error)?;
-        Ok(Topology { inner })
+            spec(host_link),
+            spec(fabric_link),
+        ))
     }
 
     #[staticmethod]
     fn mesh(
         n: usize,
         hosts_per_switch: usize,
-        host_link: (u64, u64),
-        fabric_link: (u64, u64),
+        host_link: LinkArg,
+        fabric_link: LinkArg,
     ) -> PyResult<Self> {
-        let inner = builders::mesh(
+        built(builders::mesh(
             n,
             hosts_per_switch,
-            spec(host_link.0, host_link.1),
-            spec(fabric_link.0, fabric_link.1),
-        )
-        .map_err(value_error)?;
-        Ok(Topology { inner })
+            spec(host_link),
+            spec(fabric_link),
+        ))
     }
 
     /// `nodes`: (name, is_host) pairs; `links`: (a, b, rate_bps, delay_ps).
@@ -223,10 +217,9 @@ impl Topology {
             .collect();
         let links: Vec<(String, String, LinkSpec)> = links
             .into_iter()
-            .map(|(a, b, r, d)| (a, b, spec(r, d)))
+            .map(|(a, b, r, d)| (a, b, spec((r, d))))
             .collect();
-        let inner = isthmus_core::Topology::custom(&nodes, &links).map_err(value_error)?;
-        Ok(Topology { inner })
+        built(isthmus_core::Topology::custom(&nodes, &links))
     }
 
     #[getter]

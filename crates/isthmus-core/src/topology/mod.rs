@@ -85,6 +85,14 @@ impl Topology {
         self.hosts.len()
     }
 
+    /// The index of the node called `name`.
+    pub fn node_index(&self, name: &str) -> Option<u32> {
+        self.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .map(|i| i as u32)
+    }
+
     /// Builds a topology from named nodes and links between them, checking it can route.
     pub fn custom(
         nodes: &[(String, NodeKind)],
