@@ -43,6 +43,7 @@ def port_frame(sim: Simulation) -> dict[str, np.ndarray | list]:
     names = nodes["name"]
     elapsed = max(sim.now, 1)
     frame: dict[str, np.ndarray | list] = {
+        "port_index": np.arange(len(ports["node"]), dtype=np.uint32),
         "node_name": [names[n] for n in ports["node"]],
         "peer_name": [names[n] for n in ports["peer_node"]],
         "role": [nodes["role"][n] for n in ports["node"]],
