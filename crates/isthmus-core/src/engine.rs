@@ -21,6 +21,7 @@ use crate::rng::{Rng, Stream};
 use crate::routing::{choose, reduce, RouteTable, RoutingPolicy};
 use crate::telemetry::{PortCounters, Sampler};
 use crate::topology::{NodeKind, Topology};
+use crate::transport::tcp::{TcpConfig, TcpFlow};
 use crate::transport::udp::{Arrivals, UdpSource, UDP_HEADER_BYTES};
 use crate::transport::{Flow, FlowRecord, Outbox, Transport};
 use crate::units::{serialization_time, Limit, Rate, Time};
@@ -63,6 +64,8 @@ pub struct Port {
     /// Serialisation picoseconds per byte when exact (saves a division per packet), else 0.
     ps_per_byte: u64,
     pub busy_until: Time,
+    /// A down link loses what is sent onto it.
+    pub up: bool,
     pub queue: DropTailQueue,
     pub counters: PortCounters,
 }
@@ -119,6 +122,8 @@ pub struct Engine {
     pub nodes: Vec<NodeState>,
     pub ports: Vec<Port>,
     routes: RouteTable,
+    /// The two ports (one per direction) of each topology link.
+    link_ports: Vec<[PortId; 2]>,
     arena: PacketArena,
     events: EventQueue,
     flows: Vec<Flow>,
@@ -162,7 +167,7 @@ impl Engine {
                 ends[link as usize][side] = first_port[n] + k as u32;
             }
         }
-        let mut ports = Vec::with_capacity(next_port as usize);
+        let mut ports: Vec<Port> = Vec::with_capacity(next_port as usize);
         for (n, adj) in adjacency.iter().enumerate() {
             let host = topology.nodes[n].kind == NodeKind::Host;
             for (k, &(_, link)) in adj.iter().enumerate() {
@@ -187,6 +192,7 @@ impl Engine {
                         0
                     },
                     busy_until: 0,
+                    up: true,
                     queue: DropTailQueue::new(limit, ecn),
                     counters: PortCounters::default(),
                 });
@@ -205,6 +211,7 @@ impl Engine {
             nodes,
             ports,
             routes,
+            link_ports: ends,
             arena: PacketArena::default(),
             events,
             flows: Vec::new(),
@@ -267,6 +274,49 @@ impl Engine {
         Ok(id)
     }
 
+    /// Adds a TCP (or, with `config.dctcp`, DCTCP) flow of `size` bytes from host `src`
+    /// to host `dst`, opening at `start`; returns its flow id.
+    pub fn add_tcp_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        size: u64,
+        start: Time,
+        config: &TcpConfig,
+    ) -> Result<u32, String> {
+        self.check_hosts(src, dst)?;
+        config.validate()?;
+        if size == 0 {
+            return Err("size must be at least 1 byte".into());
+        }
+        if start < self.now {
+            return Err(format!(
+                "start ({start} ps) is in the past; the clock is at {} ps",
+                self.now
+            ));
+        }
+        let id = self.flows.len() as u32;
+        let iss = config
+            .isn
+            .unwrap_or_else(|| Rng::stream(self.seed, Stream::Flow, id as u64).next_u64() as u32);
+        self.flows.push(Flow {
+            record: FlowRecord {
+                src,
+                dst,
+                size,
+                start,
+                ..Default::default()
+            },
+            src_port: (1024 + id % 64_000) as u16,
+            dst_port: 80,
+            transport: Transport::Tcp(Box::new(TcpFlow::new(*config, size, start, iss))),
+        });
+        self.unfinished_flows += 1;
+        self.events
+            .push(start, EventKind::FlowTimer { flow: id, token: 0 });
+        Ok(id)
+    }
+
     fn check_hosts(&self, src: u32, dst: u32) -> Result<(), String> {
         let n = self.topology.num_hosts() as u32;
         for (name, h) in [("src", src), ("dst", dst)] {
@@ -321,6 +371,21 @@ impl Engine {
         Ok(self.nodes[node as usize]
             .table
             .add(priority, matcher, action))
+    }
+
+    /// Takes topology link `link` down (both directions lose what is sent onto them from
+    /// now on; packets already on the wire arrive) or brings it back up.
+    pub fn set_link_up(&mut self, link: usize, up: bool) -> Result<(), String> {
+        let ports = *self.link_ports.get(link).ok_or_else(|| {
+            format!(
+                "link {link} does not exist; the topology has {} links",
+                self.link_ports.len()
+            )
+        })?;
+        for p in ports {
+            self.ports[p as usize].up = up;
+        }
+        Ok(())
     }
 
     // ---- running ---------------------------------------------------------------------
@@ -464,6 +529,12 @@ impl Engine {
         let port = &mut self.ports[port_id as usize];
         let packet = self.arena.get_mut(pkt);
         packet.enqueued = now;
+        if !port.up {
+            port.counters.drop_packets += 1;
+            port.counters.drop_bytes += packet.size as u64;
+            self.drop_packet(pkt);
+            return;
+        }
         if port.queue.is_empty() && port.busy_until <= now {
             self.transmit(port_id, pkt);
             return;
@@ -533,7 +604,7 @@ impl Engine {
         let packet = self.arena.get(pkt);
         let flow = packet.flow;
         let mut out = std::mem::take(&mut self.outbox);
-        let finished = self.flows[flow as usize].on_delivery(packet, self.now, &mut out);
+        let finished = self.flows[flow as usize].on_delivery(flow, packet, self.now, &mut out);
         self.count_finished(finished);
         self.arena.free(pkt);
         self.apply_outbox(flow, &mut out);

@@ -19,5 +19,6 @@ pub mod units;
 pub use engine::{Engine, EngineConfig, UdpFlowSpec};
 pub use routing::RoutingPolicy;
 pub use topology::{LinkSpec, NodeKind, Topology};
+pub use transport::tcp::{Dctcp, TcpConfig};
 pub use transport::udp::Arrivals;
 pub use units::{Limit, Time};

@@ -2,6 +2,8 @@
 //! variant of [`Transport`]; it reacts to its timers and to packets delivered at either
 //! end, and hands the engine packets to send and timers to set through an [`Outbox`].
 
+pub mod tcp;
+pub mod timer;
 pub mod udp;
 
 use crate::packet::Packet;
@@ -34,6 +36,9 @@ pub struct FlowRecord {
     pub packets_sent: u64,
     pub packets_delivered: u64,
     pub packets_dropped: u64,
+    /// TCP: segments sent again, and retransmission timeouts (SYN timeouts included).
+    pub retransmissions: u64,
+    pub timeouts: u64,
 }
 
 impl FlowRecord {
@@ -44,6 +49,7 @@ impl FlowRecord {
 
 pub enum Transport {
     Udp(udp::UdpSource),
+    Tcp(Box<tcp::TcpFlow>),
 }
 
 pub struct Flow {
@@ -56,46 +62,75 @@ pub struct Flow {
 impl Flow {
     // Each handler returns true when the flow has just finished.
 
-    pub fn on_timer(&mut self, flow: u32, now: Time, _token: u32, out: &mut Outbox) -> bool {
+    pub fn on_timer(&mut self, flow: u32, now: Time, token: u32, out: &mut Outbox) -> bool {
         match &mut self.transport {
-            Transport::Udp(u) => u.on_timer(
-                flow,
-                self.src_port,
-                self.dst_port,
-                now,
-                &mut self.record,
-                out,
-            ),
+            Transport::Udp(u) => {
+                u.on_timer(
+                    flow,
+                    self.src_port,
+                    self.dst_port,
+                    now,
+                    &mut self.record,
+                    out,
+                );
+                self.udp_finished(now)
+            }
+            Transport::Tcp(t) => {
+                let mut io = tcp::Io {
+                    now,
+                    flow,
+                    src_port: self.src_port,
+                    dst_port: self.dst_port,
+                    record: &mut self.record,
+                    out,
+                };
+                t.on_timer(&mut io, token)
+            }
         }
-        self.check_finished(now)
     }
 
     /// A packet of this flow reached its destination host.
-    pub fn on_delivery(&mut self, pkt: &Packet, now: Time, _out: &mut Outbox) -> bool {
-        let r = &mut self.record;
-        r.packets_delivered += 1;
-        r.bytes_delivered += pkt.payload as u64;
-        r.first_delivery.get_or_insert(now);
-        r.last_delivery = Some(now);
-        self.check_finished(now)
+    pub fn on_delivery(&mut self, flow: u32, pkt: &Packet, now: Time, out: &mut Outbox) -> bool {
+        self.record.packets_delivered += 1;
+        match &mut self.transport {
+            Transport::Udp(_) => {
+                let r = &mut self.record;
+                r.bytes_delivered += pkt.payload as u64;
+                r.first_delivery.get_or_insert(now);
+                r.last_delivery = Some(now);
+                self.udp_finished(now)
+            }
+            Transport::Tcp(t) => {
+                let mut io = tcp::Io {
+                    now,
+                    flow,
+                    src_port: self.src_port,
+                    dst_port: self.dst_port,
+                    record: &mut self.record,
+                    out,
+                };
+                t.on_packet(&mut io, pkt)
+            }
+        }
     }
 
     /// A packet of this flow was dropped somewhere in the network.
     pub fn on_drop(&mut self, _pkt: &Packet, now: Time) -> bool {
         self.record.packets_dropped += 1;
-        self.check_finished(now)
-    }
-
-    fn sender_done(&self) -> bool {
-        match &self.transport {
-            Transport::Udp(u) => u.done,
+        match self.transport {
+            Transport::Udp(_) => self.udp_finished(now),
+            // TCP learns of losses only from the ACKs that do not come.
+            Transport::Tcp(_) => false,
         }
     }
 
-    fn check_finished(&mut self, now: Time) -> bool {
-        let finished_now = self.record.finish.is_none()
-            && self.sender_done()
-            && self.record.packets_in_flight() == 0;
+    /// A UDP flow ends when its source is done and none of its packets is in flight.
+    fn udp_finished(&mut self, now: Time) -> bool {
+        let Transport::Udp(u) = &self.transport else {
+            return false;
+        };
+        let finished_now =
+            self.record.finish.is_none() && u.done && self.record.packets_in_flight() == 0;
         if finished_now {
             self.record.finish = Some(now);
         }

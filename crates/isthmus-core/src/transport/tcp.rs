@@ -1,0 +1,683 @@
+//! TCP NewReno (RFC 5681, RFC 6582) with DCTCP (RFC 8257) as an option: one sender on
+//! the source host, one receiver on the destination host.
+//!
+//! The sender:
+//! 1. opens with a SYN; the SYN-ACK gives the first RTT sample; data may follow at once
+//!    (the handshake's final ACK rides on the first data segment);
+//! 2. sends while bytes in flight fit min(cwnd, rwnd), MSS-sized segments, the last one
+//!    carrying FIN; grows cwnd by one MSS per ACKed MSS in slow start, by MSS²/cwnd per
+//!    ACKed byte in congestion avoidance;
+//! 3. on the third duplicate ACK retransmits and enters fast recovery (ssthresh = half the
+//!    flight, cwnd = ssthresh + 3 MSS, +1 MSS per further duplicate); a partial ACK
+//!    retransmits the next hole and stays; an ACK covering `recover` deflates cwnd to
+//!    ssthresh and leaves;
+//! 4. on a retransmission timeout (RFC 6298 estimator, floor `min_rto`, doubled per
+//!    consecutive timeout) sets cwnd to one MSS and goes back to the first unacknowledged
+//!    byte;
+//! 5. with DCTCP: marks data ECN-capable, keeps α ← (1 − g)·α + g·F once per window of
+//!    data (F = fraction of ACKed bytes whose ACK carried ECE), and on ECE cuts cwnd by
+//!    α/2 at most once per window.
+//!
+//! The receiver ACKs every `ack_every` in-order segments (or after `delayed_ack_timeout`),
+//! at once for anything out of order or filling a hole, buffers out-of-order data (no
+//! SACK), echoes the sender's timestamp for RTT measurement, and with DCTCP echoes CE
+//! as ECE, acknowledging at once when the CE state changes (RFC 8257 §3.2).
+//!
+//! Sequence numbers on the wire are 32-bit and wrap; internally both ends count byte
+//! offsets in 64 bits and unwrap each number against the nearest expected offset.
+
+use super::timer::Timer;
+use super::{FlowRecord, Outbox};
+use crate::packet::{Packet, ECN_CE, ECN_ECT0, PROTO_TCP, TCP_ACK, TCP_ECE, TCP_FIN, TCP_SYN};
+use crate::units::{Time, MS, SEC};
+
+/// IPv4 (20 B) + TCP (20 B) headers; no options are modelled.
+pub const TCP_HEADER_BYTES: u32 = 40;
+
+const SENDER_TIMER: u32 = 0;
+const RECEIVER_TIMER: u32 = 1;
+
+/// DCTCP parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dctcp {
+    /// EWMA gain for α.
+    pub g: f64,
+    /// α before the first window is measured (1 halves cwnd at the first mark).
+    pub initial_alpha: f64,
+}
+
+impl Default for Dctcp {
+    fn default() -> Self {
+        Dctcp {
+            g: 1.0 / 16.0,
+            initial_alpha: 1.0,
+        }
+    }
+}
+
+/// TCP parameters; the defaults are the reference benchmark's (ARCHITECTURE.md §6).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpConfig {
+    /// Payload bytes per full segment.
+    pub mss: u32,
+    /// Initial congestion window, in segments.
+    pub initial_cwnd: u32,
+    /// Floor of the retransmission timeout.
+    pub min_rto: Time,
+    /// Ceiling of the retransmission timeout.
+    pub max_rto: Time,
+    /// Timeout before the first RTT sample (the SYN's).
+    pub initial_rto: Time,
+    /// Receive window: most bytes in flight the receiver allows.
+    pub rwnd: u64,
+    /// ACK after this many in-order segments (1: every segment).
+    pub ack_every: u32,
+    /// Longest an ACK is delayed when fewer than `ack_every` segments arrived.
+    pub delayed_ack_timeout: Time,
+    pub dctcp: Option<Dctcp>,
+    /// Initial sequence number; None draws one from the flow's random stream.
+    pub isn: Option<u32>,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1460,
+            initial_cwnd: 10,
+            min_rto: 5 * MS,
+            max_rto: 60 * SEC,
+            initial_rto: 5 * MS,
+            rwnd: 1 << 20,
+            ack_every: 1,
+            delayed_ack_timeout: 200 * crate::units::US,
+            dctcp: None,
+            isn: None,
+        }
+    }
+}
+
+impl TcpConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        let checks: [(bool, &str); 7] = [
+            (
+                self.mss == 0 || self.mss > 65_495,
+                "mss must be between 1 and 65495 bytes",
+            ),
+            (
+                self.initial_cwnd == 0,
+                "initial_cwnd must be at least 1 segment",
+            ),
+            (self.min_rto == 0, "min_rto must be greater than zero"),
+            (
+                self.max_rto < self.min_rto,
+                "max_rto must not be below min_rto",
+            ),
+            (
+                self.initial_rto == 0,
+                "initial_rto must be greater than zero",
+            ),
+            (
+                self.rwnd < self.mss as u64,
+                "rwnd must hold at least one segment (mss)",
+            ),
+            (self.ack_every == 0, "ack_every must be at least 1"),
+        ];
+        if let Some((_, message)) = checks.iter().find(|(bad, _)| *bad) {
+            return Err(message.to_string());
+        }
+        if let Some(d) = self.dctcp {
+            let valid = d.g > 0.0 && d.g <= 1.0 && (0.0..=1.0).contains(&d.initial_alpha);
+            if !valid {
+                return Err("dctcp g must be in (0, 1] and initial_alpha in [0, 1]".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Marks a timestamp carried in a packet's tag as present (times stay below 2^63 ps).
+const STAMPED: u64 = 1 << 63;
+
+fn stamp(pkt: &mut Packet, time: Time) {
+    let v = time | STAMPED;
+    pkt.tag = [v as u32, (v >> 32) as u32];
+}
+
+fn stamp_of(pkt: &Packet) -> Option<Time> {
+    let v = pkt.tag[0] as u64 | (pkt.tag[1] as u64) << 32;
+    (v & STAMPED != 0).then_some(v & !STAMPED)
+}
+
+/// Offset of wire sequence number `seq` nearest to `near`, where offset 0 is `base`.
+#[inline]
+fn unwrap(seq: u32, base: u32, near: u64) -> i64 {
+    let near_wire = base.wrapping_add(near as u32);
+    near as i64 + seq.wrapping_sub(near_wire) as i32 as i64
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Before the flow's start time.
+    Idle,
+    SynSent,
+    Established,
+}
+
+pub struct TcpFlow {
+    cfg: TcpConfig,
+    /// Application bytes to deliver.
+    size: u64,
+    iss: u32,
+    // ---- sender (on the source host) ----
+    phase: Phase,
+    syn_sent_at: Time,
+    syn_retransmitted: bool,
+    /// Offsets in the data sequence space: data bytes 0..size, FIN at size.
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    ca_bytes: u64,
+    dupacks: u32,
+    in_recovery: bool,
+    recover: Option<u64>,
+    srtt: Option<Time>,
+    rttvar: Time,
+    rto: Time,
+    rto_timer: Timer,
+    alpha: f64,
+    window_end: u64,
+    window_acked: u64,
+    window_marked: u64,
+    cwr_end: u64,
+    // ---- receiver (on the destination host) ----
+    rcv_open: bool,
+    rcv_nxt: u64,
+    out_of_order: Vec<(u64, u64)>,
+    unacked_segments: u32,
+    ce_state: bool,
+    echo_ts: Option<Time>,
+    delack_timer: Timer,
+}
+
+impl TcpFlow {
+    pub fn new(cfg: TcpConfig, size: u64, start: Time, iss: u32) -> TcpFlow {
+        TcpFlow {
+            cfg,
+            size,
+            iss,
+            phase: Phase::Idle,
+            syn_sent_at: 0,
+            syn_retransmitted: false,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            cwnd: cfg.initial_cwnd as u64 * cfg.mss as u64,
+            ssthresh: u64::MAX,
+            ca_bytes: 0,
+            dupacks: 0,
+            in_recovery: false,
+            recover: None,
+            srtt: None,
+            rttvar: 0,
+            rto: cfg.initial_rto,
+            rto_timer: Timer::armed_at(start),
+            alpha: cfg.dctcp.map_or(0.0, |d| d.initial_alpha),
+            window_end: 0,
+            window_acked: 0,
+            window_marked: 0,
+            cwr_end: 0,
+            rcv_open: false,
+            rcv_nxt: 0,
+            out_of_order: Vec::new(),
+            unacked_segments: 0,
+            ce_state: false,
+            echo_ts: None,
+            delack_timer: Timer::default(),
+        }
+    }
+
+    /// One past the last sequence offset: the data, then the FIN.
+    fn end(&self) -> u64 {
+        self.size + 1
+    }
+
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    pub fn sender_done(&self) -> bool {
+        self.phase == Phase::Established && self.snd_una == self.end()
+    }
+
+    // ---- events --------------------------------------------------------------------
+
+    /// A timer of this flow fired. Returns true if the flow just finished (never here).
+    pub fn on_timer(&mut self, io: &mut Io, token: u32) -> bool {
+        match token & 0b11 {
+            SENDER_TIMER => {
+                if self.rto_timer.fire(token, io.now, SENDER_TIMER, io.out) {
+                    self.on_rto(io);
+                }
+            }
+            _ => {
+                if self
+                    .delack_timer
+                    .fire(token, io.now, RECEIVER_TIMER, io.out)
+                    && self.unacked_segments > 0
+                {
+                    self.send_ack(io);
+                }
+            }
+        }
+        false
+    }
+
+    /// A packet of this flow reached its destination host. Returns true if the receiver
+    /// has just received the last application byte.
+    pub fn on_packet(&mut self, io: &mut Io, pkt: &Packet) -> bool {
+        if pkt.dst == io.record.dst {
+            self.receive_segment(io, pkt)
+        } else {
+            self.receive_ack(io, pkt);
+            false
+        }
+    }
+
+    fn on_rto(&mut self, io: &mut Io) {
+        match self.phase {
+            Phase::Idle => {
+                self.phase = Phase::SynSent;
+                self.send_syn(io);
+            }
+            Phase::SynSent => {
+                io.record.timeouts += 1;
+                self.syn_retransmitted = true;
+                self.back_off();
+                self.send_syn(io);
+            }
+            Phase::Established => {
+                if self.snd_una == self.end() {
+                    return;
+                }
+                io.record.timeouts += 1;
+                let flight = self.snd_max - self.snd_una;
+                self.ssthresh = (flight / 2).max(2 * self.cfg.mss as u64);
+                self.cwnd = self.cfg.mss as u64;
+                self.ca_bytes = 0;
+                self.in_recovery = false;
+                self.dupacks = 0;
+                self.recover = Some(self.snd_max);
+                self.snd_nxt = self.snd_una;
+                self.back_off();
+                self.send_data(io);
+            }
+        }
+    }
+
+    fn back_off(&mut self) {
+        self.rto = (self.rto * 2).min(self.cfg.max_rto);
+    }
+
+    // ---- sender ----------------------------------------------------------------------
+
+    fn packet(
+        &self,
+        io: &Io,
+        from_sender: bool,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        payload: u32,
+    ) -> Packet {
+        let (src, dst, src_port, dst_port) = if from_sender {
+            (io.record.src, io.record.dst, io.src_port, io.dst_port)
+        } else {
+            (io.record.dst, io.record.src, io.dst_port, io.src_port)
+        };
+        Packet {
+            src,
+            dst,
+            src_port,
+            dst_port,
+            proto: PROTO_TCP,
+            size: payload + TCP_HEADER_BYTES,
+            payload,
+            seq,
+            ack,
+            tcp_flags: flags,
+            flow: io.flow,
+            created: io.now,
+            ..Default::default()
+        }
+    }
+
+    fn emit(&self, io: &mut Io, pkt: Packet) {
+        io.record.packets_sent += 1;
+        io.out.packets.push(pkt);
+    }
+
+    fn send_syn(&mut self, io: &mut Io) {
+        self.syn_sent_at = io.now;
+        let syn = self.packet(io, true, self.iss, 0, TCP_SYN, 0);
+        self.emit(io, syn);
+        self.rto_timer.set(io.now + self.rto, SENDER_TIMER, io.out);
+    }
+
+    /// Sends new or go-back-N segments while the window allows.
+    fn send_data(&mut self, io: &mut Io) {
+        let mss = self.cfg.mss as u64;
+        let window = self.cwnd.min(self.cfg.rwnd);
+        while self.snd_nxt < self.end() {
+            let len = mss.min(self.size - self.snd_nxt.min(self.size));
+            let fin = self.snd_nxt + len == self.size;
+            if self.snd_nxt > self.snd_una && self.snd_nxt + len > self.snd_una + window {
+                break;
+            }
+            self.send_segment(io, self.snd_nxt, len, fin);
+            self.snd_nxt += len + fin as u64;
+            self.snd_max = self.snd_max.max(self.snd_nxt);
+        }
+    }
+
+    fn send_segment(&mut self, io: &mut Io, offset: u64, len: u64, fin: bool) {
+        if offset < self.snd_max {
+            io.record.retransmissions += 1;
+        }
+        let seq = self.iss.wrapping_add(1).wrapping_add(offset as u32);
+        let flags = TCP_ACK | if fin { TCP_FIN } else { 0 };
+        let mut pkt = self.packet(io, true, seq, 0, flags, len as u32);
+        if self.cfg.dctcp.is_some() {
+            pkt.ecn = ECN_ECT0;
+        }
+        stamp(&mut pkt, io.now);
+        io.record.bytes_sent += len;
+        self.emit(io, pkt);
+        if !self.rto_timer.is_set() {
+            self.rto_timer.set(io.now + self.rto, SENDER_TIMER, io.out);
+        }
+    }
+
+    /// Retransmits the segment starting at the first unacknowledged byte.
+    fn retransmit_first(&mut self, io: &mut Io) {
+        let len = (self.cfg.mss as u64).min(self.size.saturating_sub(self.snd_una));
+        let fin = self.snd_una + len == self.size;
+        self.send_segment(io, self.snd_una, len, fin);
+    }
+
+    fn sample_rtt(&mut self, rtt: Time) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(rtt);
+                self.rttvar = rtt / 2;
+            }
+            Some(srtt) => {
+                self.rttvar = (3 * self.rttvar + srtt.abs_diff(rtt)) / 4;
+                self.srtt = Some((7 * srtt + rtt) / 8);
+            }
+        }
+        let srtt = self.srtt.expect("just set");
+        self.rto = (srtt + 4 * self.rttvar).clamp(self.cfg.min_rto, self.cfg.max_rto);
+    }
+
+    fn receive_ack(&mut self, io: &mut Io, pkt: &Packet) {
+        if pkt.tcp_flags & TCP_SYN != 0 {
+            if self.phase == Phase::SynSent {
+                self.phase = Phase::Established;
+                if !self.syn_retransmitted {
+                    self.sample_rtt(io.now - self.syn_sent_at);
+                } else {
+                    self.rto = self.rto.max(self.cfg.min_rto);
+                }
+                self.rto_timer.cancel();
+                self.window_end = 0;
+                self.send_data(io);
+            }
+            return;
+        }
+        if self.phase != Phase::Established {
+            return;
+        }
+        let ack = unwrap(pkt.ack, self.iss.wrapping_add(1), self.snd_una);
+        if ack < self.snd_una as i64 || ack > self.snd_max as i64 {
+            return;
+        }
+        let ack = ack as u64;
+        let ece = pkt.tcp_flags & TCP_ECE != 0;
+        if ack > self.snd_una {
+            self.on_new_ack(io, pkt, ack, ece);
+        } else if self.snd_una < self.snd_max {
+            self.on_duplicate_ack(io);
+        }
+    }
+
+    fn on_new_ack(&mut self, io: &mut Io, pkt: &Packet, ack: u64, ece: bool) {
+        let mss = self.cfg.mss as u64;
+        let acked = ack - self.snd_una;
+        self.snd_una = ack;
+        self.snd_nxt = self.snd_nxt.max(ack);
+        if let Some(sent_at) = stamp_of(pkt) {
+            self.sample_rtt(io.now.saturating_sub(sent_at));
+        }
+        if let Some(d) = self.cfg.dctcp {
+            self.window_acked += acked;
+            if ece {
+                self.window_marked += acked;
+            }
+            if self.snd_una > self.window_end {
+                let fraction = self.window_marked as f64 / self.window_acked.max(1) as f64;
+                self.alpha = (1.0 - d.g) * self.alpha + d.g * fraction;
+                self.window_acked = 0;
+                self.window_marked = 0;
+                self.window_end = self.snd_nxt;
+            }
+        }
+        if self.in_recovery {
+            if self.recover.is_some_and(|r| ack >= r) {
+                self.cwnd = self.ssthresh;
+                self.in_recovery = false;
+            } else {
+                self.retransmit_first(io);
+                self.cwnd = self.cwnd.saturating_sub(acked).max(mss) + mss;
+            }
+        } else if ece && self.cfg.dctcp.is_some() && self.snd_una > self.cwr_end {
+            self.cwnd = ((self.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64).max(2 * mss);
+            self.ssthresh = self.cwnd;
+            self.ca_bytes = 0;
+            self.cwr_end = self.snd_nxt;
+        } else if self.cwnd < self.ssthresh {
+            self.cwnd += acked.min(mss);
+        } else {
+            self.ca_bytes += acked;
+            if self.ca_bytes >= self.cwnd {
+                self.ca_bytes -= self.cwnd;
+                self.cwnd += mss;
+            }
+        }
+        self.dupacks = 0;
+        if self.snd_una == self.end() {
+            self.rto_timer.cancel();
+        } else {
+            self.rto_timer.set(io.now + self.rto, SENDER_TIMER, io.out);
+        }
+        self.send_data(io);
+    }
+
+    fn on_duplicate_ack(&mut self, io: &mut Io) {
+        let mss = self.cfg.mss as u64;
+        self.dupacks += 1;
+        if self.in_recovery {
+            self.cwnd += mss;
+        } else if self.dupacks == 3 && self.recover.is_none_or(|r| self.snd_una > r) {
+            let flight = self.snd_max - self.snd_una;
+            self.ssthresh = (flight / 2).max(2 * mss);
+            self.recover = Some(self.snd_max);
+            self.in_recovery = true;
+            self.retransmit_first(io);
+            self.cwnd = self.ssthresh + 3 * mss;
+            self.rto_timer.set(io.now + self.rto, SENDER_TIMER, io.out);
+        }
+        self.send_data(io);
+    }
+
+    // ---- receiver --------------------------------------------------------------------
+
+    fn receive_segment(&mut self, io: &mut Io, pkt: &Packet) -> bool {
+        if pkt.tcp_flags & TCP_SYN != 0 {
+            self.rcv_open = true;
+            let ack = self.iss.wrapping_add(1);
+            let syn_ack = self.packet(io, false, 0, ack, TCP_SYN | TCP_ACK, 0);
+            self.emit(io, syn_ack);
+            return false;
+        }
+        if !self.rcv_open {
+            return false;
+        }
+        let ce = pkt.ecn == ECN_CE;
+        if self.cfg.dctcp.is_some() && ce != self.ce_state {
+            if self.unacked_segments > 0 {
+                self.send_ack(io);
+            }
+            self.ce_state = ce;
+        }
+        let start = unwrap(pkt.seq, self.iss.wrapping_add(1), self.rcv_nxt);
+        let end = start + pkt.payload as i64 + (pkt.tcp_flags & TCP_FIN != 0) as i64;
+        let sent_at = stamp_of(pkt);
+        let before = self.rcv_nxt;
+        if end <= self.rcv_nxt as i64 || start < 0 {
+            // A duplicate: ACK at once so the sender learns where we are.
+            self.echo_ts = sent_at;
+            self.send_ack(io);
+            return false;
+        }
+        let (start, end) = (start as u64, end as u64);
+        if start > self.rcv_nxt {
+            self.insert_out_of_order(start, end);
+            self.echo_ts = self.echo_ts.or(sent_at);
+            self.send_ack(io);
+            return false;
+        }
+        self.rcv_nxt = end;
+        let filled_hole = !self.out_of_order.is_empty();
+        while let Some(&(s, e)) = self.out_of_order.first() {
+            if s > self.rcv_nxt {
+                break;
+            }
+            self.rcv_nxt = self.rcv_nxt.max(e);
+            self.out_of_order.remove(0);
+        }
+        self.echo_ts = self.echo_ts.or(sent_at);
+        self.unacked_segments += 1;
+        if filled_hole || self.unacked_segments >= self.cfg.ack_every || self.rcv_nxt >= self.end()
+        {
+            self.send_ack(io);
+        } else if !self.delack_timer.is_set() {
+            self.delack_timer.set(
+                io.now + self.cfg.delayed_ack_timeout,
+                RECEIVER_TIMER,
+                io.out,
+            );
+        }
+        self.record_delivery(io, before)
+    }
+
+    fn insert_out_of_order(&mut self, start: u64, end: u64) {
+        let at = self.out_of_order.partition_point(|&(s, _)| s < start);
+        self.out_of_order.insert(at, (start, end));
+        // Merge neighbours that now touch or overlap.
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.out_of_order.len());
+        for &(s, e) in &self.out_of_order {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        self.out_of_order = merged;
+    }
+
+    /// Updates the flow record after the in-order point moved from `before`.
+    fn record_delivery(&mut self, io: &mut Io, before: u64) -> bool {
+        let delivered_before = before.min(self.size);
+        let delivered = self.rcv_nxt.min(self.size);
+        if delivered == delivered_before {
+            return false;
+        }
+        let r = &mut *io.record;
+        r.bytes_delivered = delivered;
+        r.first_delivery.get_or_insert(io.now);
+        r.last_delivery = Some(io.now);
+        if delivered == self.size && r.finish.is_none() {
+            r.finish = Some(io.now);
+            return true;
+        }
+        false
+    }
+
+    fn send_ack(&mut self, io: &mut Io) {
+        let ack = self.iss.wrapping_add(1).wrapping_add(self.rcv_nxt as u32);
+        let flags = TCP_ACK | if self.ce_state { TCP_ECE } else { 0 };
+        let mut pkt = self.packet(io, false, 0, ack, flags, 0);
+        if let Some(ts) = self.echo_ts.take() {
+            stamp(&mut pkt, ts);
+        }
+        self.unacked_segments = 0;
+        self.delack_timer.cancel();
+        self.emit(io, pkt);
+    }
+}
+
+/// What a TCP handler works with: the clock, the flow's identity and record, and the
+/// outbox for packets and timers.
+pub struct Io<'a> {
+    pub now: Time,
+    pub flow: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub record: &'a mut FlowRecord,
+    pub out: &'a mut Outbox,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unwrap_handles_sequence_wrap() {
+        let base = u32::MAX - 10;
+        assert_eq!(unwrap(base.wrapping_add(5), base, 0), 5);
+        assert_eq!(unwrap(base.wrapping_add(20), base, 15), 20);
+        assert_eq!(unwrap(3, base, 12), 14);
+        let far = 5_000_000_000u64;
+        assert_eq!(
+            unwrap(base.wrapping_add(far as u32), base, far - 1000),
+            far as i64
+        );
+        assert_eq!(
+            unwrap(base.wrapping_add((far - 7) as u32), base, far),
+            far as i64 - 7
+        );
+    }
+
+    #[test]
+    fn invalid_configurations_are_named() {
+        let bad = TcpConfig {
+            initial_cwnd: 0,
+            ..Default::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("initial_cwnd"));
+        let bad = TcpConfig {
+            dctcp: Some(Dctcp {
+                g: 0.0,
+                initial_alpha: 1.0,
+            }),
+            ..Default::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("dctcp g"));
+        assert!(TcpConfig::default().validate().is_ok());
+    }
+}

@@ -1,0 +1,193 @@
+//! TCP NewReno and DCTCP against what their specifications and theory promise.
+
+use isthmus_core::units::{serialization_time, MS, SEC, US};
+use isthmus_core::{Dctcp, Engine, EngineConfig, Limit, LinkSpec, NodeKind, TcpConfig, Topology};
+
+const G: u64 = 1_000_000_000;
+
+/// `senders` hosts on a switch, sending to one receiver behind a `bottleneck` link.
+fn star(senders: usize, access: u64, bottleneck: u64) -> Topology {
+    let mut nodes: Vec<(String, NodeKind)> = (0..senders)
+        .map(|i| (format!("h{i}"), NodeKind::Host))
+        .collect();
+    nodes.push(("rx".into(), NodeKind::Host));
+    nodes.push(("s".into(), NodeKind::Switch));
+    let mut links: Vec<(String, String, LinkSpec)> = (0..senders)
+        .map(|i| {
+            (
+                format!("h{i}"),
+                "s".to_string(),
+                LinkSpec {
+                    rate: access,
+                    delay: US,
+                },
+            )
+        })
+        .collect();
+    links.push((
+        "s".into(),
+        "rx".into(),
+        LinkSpec {
+            rate: bottleneck,
+            delay: US,
+        },
+    ));
+    Topology::custom(&nodes, &links).unwrap()
+}
+
+fn goodput_fraction(e: &Engine, flow: usize, rate: u64, mss: u64) -> f64 {
+    let r = e.flows().nth(flow).unwrap();
+    let fct = (r.finish.unwrap() - r.start) as f64 / SEC as f64;
+    let link_goodput = rate as f64 * mss as f64 / (mss + 40) as f64;
+    r.size as f64 * 8.0 / fct / link_goodput
+}
+
+#[test]
+fn one_flow_fills_its_bottleneck() {
+    for (access, bottleneck) in [(10 * G, 10 * G), (10 * G, G)] {
+        let mut e = Engine::new(star(1, access, bottleneck), EngineConfig::default(), 1);
+        let size = bottleneck / 8 / 20; // 50 ms at the bottleneck rate
+        e.add_tcp_flow(0, 1, size, 0, &TcpConfig::default())
+            .unwrap();
+        assert!(e.run_until_flows_finish(SEC));
+        let fraction = goodput_fraction(&e, 0, bottleneck, 1460);
+        assert!(
+            fraction >= 0.95,
+            "{access}->{bottleneck}: goodput {fraction:.3} of the link's"
+        );
+        assert_eq!(e.flows().next().unwrap().bytes_delivered, size);
+    }
+}
+
+#[test]
+fn slow_start_losses_are_repaired_by_fast_retransmit() {
+    let config = EngineConfig {
+        switch_queue: Limit::Packets(30),
+        ..Default::default()
+    };
+    let mut e = Engine::new(star(1, 10 * G, G), config, 2);
+    e.add_tcp_flow(0, 1, 3_000_000, 0, &TcpConfig::default())
+        .unwrap();
+    assert!(e.run_until_flows_finish(SEC));
+    let r = e.flows().next().unwrap();
+    let drops: u64 = e.ports.iter().map(|p| p.counters.drop_packets).sum();
+    assert!(drops > 0, "slow start never overflowed the queue");
+    assert!(
+        r.retransmissions >= drops,
+        "{} retransmissions for {drops} drops",
+        r.retransmissions
+    );
+    assert_eq!(r.timeouts, 0, "a loss waited for the retransmission timer");
+    assert_eq!(r.bytes_delivered, 3_000_000);
+}
+
+#[test]
+fn sequence_numbers_wrap() {
+    for isn in [u32::MAX - 5000, u32::MAX, 0] {
+        let mut e = Engine::new(star(1, 10 * G, 10 * G), EngineConfig::default(), 3);
+        let cfg = TcpConfig {
+            isn: Some(isn),
+            ..Default::default()
+        };
+        e.add_tcp_flow(0, 1, 2_000_000, 0, &cfg).unwrap();
+        assert!(e.run_until_flows_finish(SEC), "isn {isn}");
+        assert_eq!(e.flows().next().unwrap().bytes_delivered, 2_000_000);
+    }
+}
+
+fn jain(x: &[f64]) -> f64 {
+    let sum: f64 = x.iter().sum();
+    sum * sum / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
+}
+
+#[test]
+fn dctcp_flows_share_fairly_and_hold_the_queue_near_k() {
+    let k = 65;
+    let n = 4;
+    let config = EngineConfig {
+        switch_queue: Limit::Packets(250),
+        ecn_threshold: Some(Limit::Packets(k)),
+        sample_interval: Some(10 * US),
+        ..Default::default()
+    };
+    let mut e = Engine::new(star(n, 10 * G, 10 * G), config, 4);
+    let cfg = TcpConfig {
+        dctcp: Some(Dctcp::default()),
+        ..Default::default()
+    };
+    for i in 0..n as u32 {
+        e.add_tcp_flow(i, n as u32, 10_000_000_000, 0, &cfg)
+            .unwrap();
+    }
+    // Let the flows converge, then measure over 200 ms.
+    e.run_until(50 * MS);
+    let before: Vec<u64> = e.flows().map(|f| f.bytes_delivered).collect();
+    e.run_until(250 * MS);
+    let shares: Vec<f64> = e
+        .flows()
+        .zip(&before)
+        .map(|(f, b)| (f.bytes_delivered - b) as f64)
+        .collect();
+    let total_gbps = shares.iter().sum::<f64>() * 8.0 / 0.2 / 1e9;
+    assert!(
+        jain(&shares) >= 0.99,
+        "Jain {:.4} for {shares:?}",
+        jain(&shares)
+    );
+    assert!(total_gbps > 9.5, "aggregate goodput {total_gbps:.2} Gb/s");
+    let drops: u64 = e.ports.iter().map(|p| p.counters.drop_packets).sum();
+    assert_eq!(drops, 0, "DCTCP overflowed a 250-packet queue");
+    let switch = e.topology().node_index("s").unwrap();
+    let port = e
+        .ports
+        .iter()
+        .position(|p| {
+            p.node == switch && p.rate == 10 * G && e.ports[p.peer as usize].node == n as u32
+        })
+        .unwrap();
+    let s = e.sampler().unwrap();
+    let queue: Vec<u64> = (0..s.times.len())
+        .filter(|&row| s.times[row] > 50 * MS)
+        .map(|row| s.queue_packets[row * s.num_ports + port])
+        .collect();
+    let mean = queue.iter().sum::<u64>() as f64 / queue.len() as f64;
+    let max = *queue.iter().max().unwrap();
+    assert!(
+        (mean - k as f64).abs() <= 8.0,
+        "mean queue {mean:.1} packets vs K = {k}"
+    );
+    assert!(max <= k + 15, "queue peaked at {max} packets, K = {k}");
+}
+
+#[test]
+fn a_cut_path_is_recovered_by_timeouts_that_back_off() {
+    let mut e = Engine::new(star(1, 10 * G, 10 * G), EngineConfig::default(), 5);
+    e.add_tcp_flow(0, 1, 20_000_000, 0, &TcpConfig::default())
+        .unwrap();
+    e.run_until(2 * MS);
+    let delivered_at_cut = e.flows().next().unwrap().bytes_delivered;
+    let link = 1; // s - rx
+    e.set_link_up(link, false).unwrap();
+    e.run_until(52 * MS);
+    let during_outage = e.flows().next().unwrap().bytes_delivered - delivered_at_cut;
+    assert!(
+        during_outage < 100_000,
+        "{during_outage} B crossed a cut link"
+    );
+    e.set_link_up(link, true).unwrap();
+    // RTO 5 ms doubling: retries ~7, 17, 37, 77 ms; only the one after 52 ms gets through.
+    e.run_until(70 * MS);
+    let r = e.flows().next().unwrap();
+    assert!(
+        r.bytes_delivered - delivered_at_cut < 2_000_000,
+        "recovered before the backed-off timer fired"
+    );
+    assert!(e.run_until_flows_finish(SEC));
+    let r = e.flows().next().unwrap();
+    assert_eq!(
+        r.timeouts, 4,
+        "timeouts during a 50 ms outage with a 5 ms RTO that doubles"
+    );
+    let ideal = serialization_time(1500, 10 * G) * (20_000_000 / 1460);
+    assert!(r.finish.unwrap() > 77 * MS && r.finish.unwrap() < 77 * MS + 2 * ideal);
+}
