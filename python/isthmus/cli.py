@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
 from importlib import resources
@@ -12,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from isthmus import bench as benchmark
 from isthmus.results import summarize, write_run
 from isthmus.scenario import Scenario, ScenarioError, load_scenario
 from isthmus.units import format_time, time_ps
@@ -89,33 +91,38 @@ def run(
     _print_summary(summary, folder)
 
 
-def _run_with_progress(sim, spec: Scenario) -> float:
-    duration = time_ps(spec.run.duration)
-    started = time.perf_counter()
-    with Progress(
+def _progress_bar() -> Progress:
+    return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
-        TextColumn("{task.fields[simulated]} of {task.fields[end]} simulated"),
-        TextColumn("{task.fields[rate]}"),
+        TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
         console=console,
-        transient=False,
-    ) as progress:
-        task = progress.add_task(
-            spec.name, total=duration, simulated=format_time(0), end=format_time(duration), rate=""
-        )
+    )
+
+
+def _run_with_progress(sim, spec: Scenario) -> float:
+    """Runs the scenario; the bar follows simulated time, or finished flows when the run
+    ends with the last flow."""
+    duration = time_ps(spec.run.duration)
+    by_flows = spec.run.stop_when == "flows_finished" and sim.num_flows > 0
+    started = time.perf_counter()
+    with _progress_bar() as progress:
+        total = sim.num_flows if by_flows else duration
+        task = progress.add_task(spec.name, total=total, status="")
 
         def on_progress(now: int) -> None:
             elapsed = time.perf_counter() - started
-            rate = f"{sim.events_processed / elapsed / 1e6:.1f}M events/s" if elapsed > 0 else ""
-            progress.update(task, completed=now, simulated=format_time(now), rate=rate)
+            rate = f"{sim.events_processed / elapsed / 1e6:.1f}M events/s" if elapsed else ""
+            finished = sim.num_flows - sim.unfinished_flows
+            if by_flows:
+                status = f"{finished}/{sim.num_flows} flows, {format_time(now)} simulated"
+                progress.update(task, completed=finished, status=f"{status}  {rate}")
+            else:
+                status = f"{format_time(now)} of {format_time(duration)} simulated"
+                progress.update(task, completed=now, status=f"{status}  {rate}")
 
-        sim.run(
-            duration,
-            stop_when_flows_finish=spec.run.stop_when == "flows_finished",
-            on_progress=on_progress,
-        )
-        progress.update(task, completed=duration)
+        sim.run(duration, stop_when_flows_finish=by_flows, on_progress=on_progress)
     return time.perf_counter() - started
 
 
@@ -136,6 +143,7 @@ def _print_summary(summary: dict, folder: Path) -> None:
         ("packets dropped", f"{summary['packets_dropped']:,}"),
         ("ECN marks", f"{summary['ecn_marks']:,}"),
         ("max switch queue", f"{summary['max_switch_queue_packets']} packets"),
+        *_slowdown_rows(summary),
         ("mean queueing delay", f"{summary['mean_queue_wait_us']:.3f} us"),
         ("busiest link utilization", f"{summary['max_link_utilization']:.1%}"),
         ("events", f"{summary['events']:,}"),
@@ -147,6 +155,44 @@ def _print_summary(summary: dict, folder: Path) -> None:
         table.add_row(name, value)
     console.print(table)
     console.print(f"run folder: [bold]{folder}[/]")
+
+
+def _slowdown_rows(summary: dict) -> list[tuple[str, str]]:
+    if summary.get("mean_fct_us") is None:
+        return []
+    s = summary["slowdown"]["all"]
+    return [
+        ("mean flow completion time", f"{summary['mean_fct_us']:.1f} us"),
+        ("slowdown mean / p50 / p99", f"{s['mean']:.2f} / {s['p50']:.2f} / {s['p99']:.2f}"),
+    ]
+
+
+@app.command()
+def bench(
+    size: str = typer.Argument("medium", help=f"One of {', '.join(benchmark.SIZES)}."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
+) -> None:
+    """Run the leafspine-websearch reference benchmark and report speed and FCTs."""
+    if size not in benchmark.SIZES:
+        _fail(f"unknown benchmark size '{size}'; choose one of {', '.join(benchmark.SIZES)}")
+    with _progress_bar() as progress:
+        task = progress.add_task(f"leafspine-websearch-{size}", total=None, status="")
+
+        def on_progress(finished: int, flows: int) -> None:
+            progress.update(
+                task, total=flows, completed=finished, status=f"{finished}/{flows} flows"
+            )
+
+        result = benchmark.run_benchmark(size, on_progress)
+    table = Table(title=f"leafspine-websearch {size}", show_header=False)
+    table.add_column("metric", style="bold")
+    table.add_column("value", justify="right")
+    for name, value in benchmark.format_rows(result):
+        table.add_row(name, value)
+    console.print(table)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2) + "\n")
+        console.print(f"figures written to [bold]{json_out}[/]")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from isthmus.metrics import flow_times, slowdown_summary
 from isthmus.simulation import Simulation
 from isthmus.units import seconds
 
@@ -55,9 +56,7 @@ def port_frame(sim: Simulation) -> dict[str, np.ndarray | list]:
 
 def flow_frame(sim: Simulation) -> dict[str, np.ndarray]:
     flows = sim.flows()
-    finished = flows["finish_ps"] >= 0
-    fct = np.where(finished, flows["finish_ps"] - flows["start_ps"], -1)
-    return {"flow_id": np.arange(len(fct), dtype=np.uint32), **flows, "fct_ps": fct}
+    return {"flow_id": np.arange(sim.num_flows, dtype=np.uint32), **flows, **flow_times(sim)}
 
 
 def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
@@ -69,6 +68,8 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
     bytes_sent = int(flows["bytes_sent"].sum())
     bytes_delivered = int(flows["bytes_delivered"].sum())
     utilization = ports["busy_ps"] / max(sim.now, 1)
+    times = flow_times(sim)
+    done = times["fct_ps"] >= 0
     return {
         "scenario": scenario,
         "seed": sim.seed,
@@ -95,6 +96,10 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
         if tx_packets
         else 0.0,
         "max_link_utilization": float(utilization.max(initial=0.0)),
+        "mean_fct_us": float(times["fct_ps"][done].mean() / 1e6) if done.any() else None,
+        "slowdown": slowdown_summary(flows["size_bytes"], times["slowdown"]),
+        "retransmissions": int(flows["retransmissions"].sum()),
+        "timeouts": int(flows["timeouts"].sum()),
     }
 
 

@@ -28,45 +28,18 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import tomllib
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    model_validator,
-)
+from pydantic import Field, ValidationError, model_validator
 
 from isthmus import _core, units
+from isthmus.fields import PositiveInt, QueueLimit, Rate, Size, Strict, Time
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
+from isthmus.transport import TcpParams, TransportName
+from isthmus.workload import read_flow_list, resolve_flow_list, size_distribution
 
 
 class ScenarioError(ValueError):
     """A scenario that cannot run; the message names the field and the fix."""
-
-
-def _unit_string(parse, example: str):
-    def check(value: object) -> str:
-        if isinstance(value, bool) or not isinstance(value, str):
-            raise ValueError(
-                f"{value!r} has no unit; write it as a string with a unit, e.g. '{example}'"
-            )
-        parse(value)
-        return value
-
-    return BeforeValidator(check)
-
-
-Time = Annotated[str, _unit_string(units.time_ps, "1us")]
-Rate = Annotated[str, _unit_string(units.rate_bps, "10Gbps")]
-Size = Annotated[str, _unit_string(units.size_bytes, "1500B")]
-QueueLimit = Annotated[str, _unit_string(units.limit, "250pkts")]
-PositiveInt = Annotated[int, Field(gt=0)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class LinkModel(Strict):
@@ -246,6 +219,23 @@ class UdpTraffic(Strict):
             raise ValueError(f"stop ({self.stop}) must come after start ({self.start})")
         return self
 
+    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
+        try:
+            pairs = self.host_pairs(sim.topology.num_hosts, sim.seed, stream=index)
+        except ScenarioError as e:
+            raise ScenarioError(f"traffic[{index}].{e}") from None
+        for src, dst in pairs:
+            sim.add_udp_flow(
+                src,
+                dst,
+                self.rate,
+                size=self.size,
+                start=self.start,
+                stop=self.stop,
+                arrivals=self.arrivals,
+                packet_size=self.packet_size,
+            )
+
     def host_pairs(self, num_hosts: int, seed: int, stream: int) -> list[tuple[int, int]]:
         if self.pattern == "pairs":
             for i, (src, dst) in enumerate(self.pairs):
@@ -259,6 +249,61 @@ class UdpTraffic(Strict):
         if self.pattern == "all_to_all":
             return [(s, d) for s in range(num_hosts) for d in range(num_hosts) if s != d]
         return list(enumerate(_core.derangement(num_hosts, seed, stream)))
+
+
+class PoissonFlows(Strict):
+    """TCP flows arriving at every host as a Poisson process, sizes drawn from a
+    distribution, at `load` of each host's access link, during [start, stop)."""
+
+    kind: Literal["poisson_flows"]
+    sizes: str = "websearch"
+    load: Annotated[float, Field(gt=0)]
+    destinations: Literal["other_racks", "all_others"] = "other_racks"
+    start: Time = "0s"
+    stop: Time
+    transport: TransportName = "dctcp"
+
+    @model_validator(mode="after")
+    def _window(self) -> PoissonFlows:
+        if units.time_ps(self.stop) <= units.time_ps(self.start):
+            raise ValueError(f"stop ({self.stop}) must come after start ({self.start})")
+        return self
+
+    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
+        dist = size_distribution(self.sizes, base)
+        flows = _core.poisson_flows(
+            sim.topology._core,
+            dist.text,
+            dist.unit_bytes,
+            self.load,
+            self.destinations,
+            units.time_ps(self.start),
+            units.time_ps(self.stop),
+            sim.seed,
+            index,
+        )
+        sim.add_tcp_flows(
+            flows["src"],
+            flows["dst"],
+            flows["size_bytes"],
+            flows["start_ps"],
+            transport=self.transport,
+        )
+
+
+class FlowList(Strict):
+    """TCP flows replayed from a CSV (flow_id, src_host, dst_host, size_bytes, start_ps):
+    a path relative to the scenario, or the name of a bundled list."""
+
+    kind: Literal["flow_list"]
+    file: str
+    transport: TransportName = "dctcp"
+
+    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
+        flows = read_flow_list(resolve_flow_list(self.file, base), sim.topology.num_hosts)
+        sim.add_tcp_flows(
+            flows["src"], flows["dst"], flows["size"], flows["start"], transport=self.transport
+        )
 
 
 class Telemetry(Strict):
@@ -276,7 +321,8 @@ class Scenario(Strict):
     seed: Annotated[int, Field(ge=0)] = 1
     topology: TopologyModel
     network: Network = Network()
-    traffic: list[Annotated[UdpTraffic, Field(discriminator="kind")]] = []
+    tcp: TcpParams = TcpParams()
+    traffic: list[Annotated[UdpTraffic | PoissonFlows | FlowList, Field(discriminator="kind")]] = []
     telemetry: Telemetry = Telemetry()
     run: Run
 
@@ -297,27 +343,16 @@ class Scenario(Strict):
             switch_queue=self.network.switch_queue,
             ecn_threshold=self.network.ecn_threshold,
             sample_interval=self.telemetry.sample_interval,
+            tcp=self.tcp,
         )
         for i, block in enumerate(self.traffic):
-            # One random stream per traffic block: editing one block leaves the others' draws alone.
+            # Each block draws from its own random streams: editing one leaves the others alone.
             try:
-                pairs = block.host_pairs(topology.num_hosts, seed, stream=i)
-            except ScenarioError as e:
-                raise ScenarioError(f"traffic[{i}].{e}") from None
-            for src, dst in pairs:
-                try:
-                    sim.add_udp_flow(
-                        src,
-                        dst,
-                        block.rate,
-                        size=block.size,
-                        start=block.start,
-                        stop=block.stop,
-                        arrivals=block.arrivals,
-                        packet_size=block.packet_size,
-                    )
-                except ValueError as e:
-                    raise ScenarioError(f"traffic[{i}]: {e}") from None
+                block.add_to(sim, i, base)
+            except ScenarioError:
+                raise
+            except ValueError as e:
+                raise ScenarioError(f"traffic[{i}]: {e}") from None
         return sim
 
 
@@ -340,7 +375,18 @@ def _is_tag(part: object) -> bool:
     return isinstance(part, str) and part in _VARIANT_TAGS
 
 
-_VARIANT_TAGS = {"leaf_spine", "fat_tree", "three_tier", "vl2", "ring", "mesh", "custom", "udp"}
+_VARIANT_TAGS = {
+    "leaf_spine",
+    "fat_tree",
+    "three_tier",
+    "vl2",
+    "ring",
+    "mesh",
+    "custom",
+    "udp",
+    "poisson_flows",
+    "flow_list",
+}
 
 
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:

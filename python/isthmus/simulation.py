@@ -13,6 +13,7 @@ import numpy as np
 
 from isthmus import _core
 from isthmus.topology import Topology
+from isthmus.transport import TRANSPORTS, TcpParams
 from isthmus.units import limit, rate_bps, size_bytes, time_ps
 
 ROUTING_POLICIES = ("ecmp", "spray", "single_path")
@@ -33,6 +34,7 @@ class Simulation:
         switch_queue: str = "250pkts",
         ecn_threshold: str | None = None,
         sample_interval: int | str | None = None,
+        tcp: TcpParams | None = None,
     ):
         if routing not in ROUTING_POLICIES:
             raise ValueError(
@@ -42,6 +44,8 @@ class Simulation:
             raise ValueError(f"seed must be a non-negative integer, got {seed}")
         self.topology = topology
         self.seed = seed
+        self.tcp = tcp or TcpParams()
+        self._tcp_core = self.tcp.as_core()
         self._engine = _core.Engine(
             topology._core,
             seed,
@@ -83,6 +87,58 @@ class Simulation:
             time_ps(stop) if stop is not None else 2**63,
         )
 
+    def add_tcp_flow(
+        self,
+        src: int,
+        dst: int,
+        size: int | str,
+        *,
+        start: int | str = 0,
+        transport: str = "dctcp",
+    ) -> int:
+        """A TCP (or DCTCP) flow of `size` bytes opening at `start`, with the
+        simulation's TCP parameters. Returns its id."""
+        ids = self.add_tcp_flows(
+            np.array([src]),
+            np.array([dst]),
+            np.array([size_bytes(size)]),
+            np.array([time_ps(start)]),
+            transport=transport,
+        )
+        return int(ids[0])
+
+    def add_tcp_flows(
+        self,
+        src: np.ndarray,
+        dst: np.ndarray,
+        size: np.ndarray,
+        start: np.ndarray,
+        *,
+        transport: str = "dctcp",
+    ) -> np.ndarray:
+        """Many TCP flows at once from equal-length arrays (sizes in bytes, starts in
+        ps). Returns their ids."""
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+        first = self._engine.add_tcp_flows(
+            np.ascontiguousarray(src, dtype=np.uint32),
+            np.ascontiguousarray(dst, dtype=np.uint32),
+            np.ascontiguousarray(size, dtype=np.uint64),
+            np.ascontiguousarray(start, dtype=np.uint64),
+            self._tcp_core,
+            transport == "dctcp",
+        )
+        return np.arange(first, first + len(src), dtype=np.uint32)
+
+    def set_link_up(self, link: int, up: bool) -> None:
+        """Takes topology link `link` (an index into `topology.links()`) down or up;
+        a down link loses what is sent onto it."""
+        self._engine.set_link_up(link, up)
+
+    def base_rtt(self, src: int, dst: int, data_bytes: int = 1500, ack_bytes: int = 40) -> int:
+        """Unloaded round trip (ps) between two hosts: a data packet out, an ACK back."""
+        return self._engine.base_rtt(src, dst, data_bytes, ack_bytes)
+
     def add_flow_entry(self, switch: int | str, priority: int, **match_and_action) -> int:
         """Installs a flow-table entry on `switch` (node index or name). Match fields:
         in_port, src, dst, proto, src_port, dst_port; one action: output=<port>,
@@ -109,28 +165,27 @@ class Simulation:
         until: int | str,
         *,
         stop_when_flows_finish: bool = False,
-        chunks: int = 100,
+        chunks: int = 1000,
         on_progress: Callable[[int], None] | None = None,
     ) -> bool:
-        """Advances the clock to `until`, in `chunks` steps, calling `on_progress(now)`
-        after each. With `stop_when_flows_finish`, stops early once every flow has
-        finished. Returns whether every flow has finished."""
+        """Advances the clock to `until`, in `chunks` equal steps of simulated time,
+        calling `on_progress(now)` after each. With `stop_when_flows_finish`, stops early
+        once every flow has finished. Returns whether every flow has finished."""
         end = time_ps(until)
         begin = self.now
         if end < begin:
             raise ValueError(f"until ({end} ps) is before the current time ({begin} ps)")
+        if chunks < 1:
+            raise ValueError(f"chunks must be at least 1, got {chunks}")
         for i in range(1, chunks + 1):
             target = begin + (end - begin) * i // chunks
-            if stop_when_flows_finish:
-                if self._engine.run_until_flows_finish(target):
-                    break
-                self._engine.run_until(target)
-            else:
+            all_finished = stop_when_flows_finish and self._engine.run_until_flows_finish(target)
+            if not all_finished:
                 self._engine.run_until(target)
             if on_progress is not None:
                 on_progress(self.now)
-        if on_progress is not None:
-            on_progress(self.now)
+            if all_finished:
+                break
         return self._engine.unfinished_flows == 0
 
     # ---- results -----------------------------------------------------------------

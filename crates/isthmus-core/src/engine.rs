@@ -178,7 +178,7 @@ impl Engine {
                 } else {
                     config.switch_queue
                 };
-                let ecn = if host { None } else { config.ecn_threshold };
+                let ecn = config.ecn_threshold;
                 let per_byte = 8 * crate::units::SEC;
                 ports.push(Port {
                     node: n as u32,
@@ -692,6 +692,37 @@ impl Engine {
 
     pub fn sampler(&self) -> Option<&Sampler> {
         self.sampler.as_ref()
+    }
+
+    /// Unloaded round trip from host `src` to host `dst` and back along the default
+    /// route's first choice at each hop: a `data_bytes` packet forward and an `ack_bytes`
+    /// packet back, each paying serialisation and propagation at every hop.
+    pub fn base_rtt(
+        &self,
+        src: u32,
+        dst: u32,
+        data_bytes: u32,
+        ack_bytes: u32,
+    ) -> Result<Time, String> {
+        self.check_hosts(src, dst)?;
+        Ok(self.one_way(src, dst, data_bytes)? + self.one_way(dst, src, ack_bytes)?)
+    }
+
+    fn one_way(&self, src: u32, dst: u32, bytes: u32) -> Result<Time, String> {
+        let target = self.topology.hosts[dst as usize];
+        let mut node = self.topology.hosts[src as usize];
+        let mut total = 0;
+        while node != target {
+            let &local = self
+                .routes
+                .next_hops(node, dst)
+                .first()
+                .ok_or_else(|| format!("no route from host {src} to host {dst}"))?;
+            let port = &self.ports[(self.nodes[node as usize].first_port + local as u32) as usize];
+            total += port.serialization(bytes) + port.delay;
+            node = self.ports[port.peer as usize].node;
+        }
+        Ok(total)
     }
 
     /// Counts the packets in the network by looking where they are (queues and pending

@@ -15,6 +15,7 @@ pub mod telemetry;
 pub mod topology;
 pub mod transport;
 pub mod units;
+pub mod workload;
 
 pub use engine::{Engine, EngineConfig, UdpFlowSpec};
 pub use routing::RoutingPolicy;

@@ -191,3 +191,22 @@ fn a_cut_path_is_recovered_by_timeouts_that_back_off() {
     let ideal = serialization_time(1500, 10 * G) * (20_000_000 / 1460);
     assert!(r.finish.unwrap() > 77 * MS && r.finish.unwrap() < 77 * MS + 2 * ideal);
 }
+
+#[test]
+fn base_rtt_of_the_reference_leaf_spine_is_11_08_us() {
+    let host = LinkSpec {
+        rate: 10 * G,
+        delay: US,
+    };
+    let fabric = LinkSpec {
+        rate: 40 * G,
+        delay: US,
+    };
+    let topo = isthmus_core::topology::builders::leaf_spine(2, 4, 8, host, fabric).unwrap();
+    let e = Engine::new(topo, EngineConfig::default(), 1);
+    assert_eq!(e.base_rtt(0, 31, 1500, 40).unwrap(), 11_080_000);
+    assert_eq!(
+        e.base_rtt(0, 1, 1500, 40).unwrap(),
+        2 * 1_200_000 + 2 * 32_000 + 4 * US
+    );
+}

@@ -6,8 +6,11 @@ use isthmus_core::flowtable::{FlowAction, FlowMatch};
 use isthmus_core::rng::{Rng, Stream};
 use isthmus_core::topology::builders;
 use isthmus_core::units::{self, Limit};
-use isthmus_core::{Arrivals, EngineConfig, LinkSpec, NodeKind, RoutingPolicy, Time, UdpFlowSpec};
-use numpy::{IntoPyArray, PyArray1, PyArrayMethods};
+use isthmus_core::workload::{Destinations, PoissonFlows, SizeCdf};
+use isthmus_core::{
+    Arrivals, Dctcp, EngineConfig, LinkSpec, NodeKind, RoutingPolicy, TcpConfig, Time, UdpFlowSpec,
+};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -50,6 +53,129 @@ fn derangement(n: usize, seed: u64, index: u64) -> PyResult<Vec<u32>> {
         )));
     }
     Ok(Rng::stream(seed, Stream::Workload, index).derangement(n))
+}
+
+/// TCP parameters as Python passes them: every field, in base units (bytes, ps).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct TcpArgs {
+    mss: u32,
+    initial_cwnd: u32,
+    min_rto: u64,
+    max_rto: u64,
+    initial_rto: u64,
+    rwnd: u64,
+    ack_every: u32,
+    delayed_ack_timeout: u64,
+    dctcp_g: f64,
+    dctcp_initial_alpha: f64,
+}
+
+impl TcpArgs {
+    fn config(&self, dctcp: bool) -> TcpConfig {
+        TcpConfig {
+            mss: self.mss,
+            initial_cwnd: self.initial_cwnd,
+            min_rto: self.min_rto,
+            max_rto: self.max_rto,
+            initial_rto: self.initial_rto,
+            rwnd: self.rwnd,
+            ack_every: self.ack_every,
+            delayed_ack_timeout: self.delayed_ack_timeout,
+            dctcp: dctcp.then_some(Dctcp {
+                g: self.dctcp_g,
+                initial_alpha: self.dctcp_initial_alpha,
+            }),
+            isn: None,
+        }
+    }
+}
+
+/// The engine's TCP defaults, in base units: the single source of them.
+#[pyfunction]
+fn tcp_defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    let c = TcpConfig::default();
+    let d = Dctcp::default();
+    let out = PyDict::new(py);
+    out.set_item("mss", c.mss)?;
+    out.set_item("initial_cwnd", c.initial_cwnd)?;
+    out.set_item("min_rto", c.min_rto)?;
+    out.set_item("max_rto", c.max_rto)?;
+    out.set_item("initial_rto", c.initial_rto)?;
+    out.set_item("rwnd", c.rwnd)?;
+    out.set_item("ack_every", c.ack_every)?;
+    out.set_item("delayed_ack_timeout", c.delayed_ack_timeout)?;
+    out.set_item("dctcp_g", d.g)?;
+    out.set_item("dctcp_initial_alpha", d.initial_alpha)?;
+    Ok(out)
+}
+
+/// Validates a flow-size CDF ("size probability" lines, sizes times `unit_bytes`) and
+/// returns its mean in bytes.
+#[pyfunction]
+fn cdf_mean(text: &str, unit_bytes: f64) -> PyResult<f64> {
+    Ok(SizeCdf::parse(text, unit_bytes)
+        .map_err(value_error)?
+        .mean())
+}
+
+/// Poisson flow arrivals on `topology`: columns src, dst, size_bytes, start_ps.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+fn poisson_flows<'py>(
+    py: Python<'py>,
+    topology: &Topology,
+    cdf_text: &str,
+    unit_bytes: f64,
+    load: f64,
+    destinations: &str,
+    start: u64,
+    stop: u64,
+    seed: u64,
+    stream: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let destinations = match destinations {
+        "all_others" => Destinations::AllOthers,
+        "other_racks" => Destinations::OtherRacks,
+        other => {
+            return Err(value_error(format!(
+                "destinations must be 'all_others' or 'other_racks', got '{other}'"
+            )))
+        }
+    };
+    let sizes = SizeCdf::parse(cdf_text, unit_bytes).map_err(value_error)?;
+    let workload = PoissonFlows {
+        load,
+        sizes,
+        destinations,
+        start,
+        stop,
+    };
+    // Each traffic block gets its own range of per-host streams.
+    let flows = workload
+        .generate(&topology.inner, seed, stream << 32)
+        .map_err(value_error)?;
+    dict_of(
+        py,
+        vec![
+            (
+                "src",
+                column(py, flows.iter().map(|f| f.src).collect::<Vec<_>>()),
+            ),
+            (
+                "dst",
+                column(py, flows.iter().map(|f| f.dst).collect::<Vec<_>>()),
+            ),
+            (
+                "size_bytes",
+                column(py, flows.iter().map(|f| f.size).collect::<Vec<_>>()),
+            ),
+            (
+                "start_ps",
+                column(py, flows.iter().map(|f| f.start).collect::<Vec<_>>()),
+            ),
+        ],
+    )
 }
 
 #[pyfunction]
@@ -349,6 +475,51 @@ impl Engine {
         self.inner.add_udp_flow(src, dst, spec).map_err(value_error)
     }
 
+    /// Adds TCP flows (DCTCP when `dctcp`), one per element of the equal-length arrays;
+    /// returns the id of the first (the others follow in order).
+    fn add_tcp_flows(
+        &mut self,
+        src: PyReadonlyArray1<'_, u32>,
+        dst: PyReadonlyArray1<'_, u32>,
+        size: PyReadonlyArray1<'_, u64>,
+        start: PyReadonlyArray1<'_, u64>,
+        tcp: TcpArgs,
+        dctcp: bool,
+    ) -> PyResult<u32> {
+        let (src, dst, size, start) = (
+            src.as_slice()?,
+            dst.as_slice()?,
+            size.as_slice()?,
+            start.as_slice()?,
+        );
+        if dst.len() != src.len() || size.len() != src.len() || start.len() != src.len() {
+            return Err(value_error(
+                "src, dst, size and start must have the same length",
+            ));
+        }
+        let config = tcp.config(dctcp);
+        let first = self.inner.num_flows() as u32;
+        for i in 0..src.len() {
+            self.inner
+                .add_tcp_flow(src[i], dst[i], size[i], start[i], &config)
+                .map_err(|e| value_error(format!("flow {i}: {e}")))?;
+        }
+        Ok(first)
+    }
+
+    /// Unloaded round trip (ps) from host `src` to `dst`: a `data_bytes` packet out and
+    /// an `ack_bytes` packet back.
+    fn base_rtt(&self, src: u32, dst: u32, data_bytes: u32, ack_bytes: u32) -> PyResult<u64> {
+        self.inner
+            .base_rtt(src, dst, data_bytes, ack_bytes)
+            .map_err(value_error)
+    }
+
+    /// Takes topology link `link` down or brings it back up.
+    fn set_link_up(&mut self, link: usize, up: bool) -> PyResult<()> {
+        self.inner.set_link_up(link, up).map_err(value_error)
+    }
+
     /// Installs a flow entry on switch `node`. Exactly one action: `output` (a local
     /// port), `select` (local ports to hash over), `drop=True`, or none of them to fall
     /// through to default routing.
@@ -497,6 +668,8 @@ impl Engine {
                 ("packets_sent", col!(|x| x.packets_sent)),
                 ("packets_delivered", col!(|x| x.packets_delivered)),
                 ("packets_dropped", col!(|x| x.packets_dropped)),
+                ("retransmissions", col!(|x| x.retransmissions)),
+                ("timeouts", col!(|x| x.timeouts)),
             ],
         )
     }
@@ -548,5 +721,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_limit, m)?)?;
     m.add_function(wrap_pyfunction!(format_time, m)?)?;
     m.add_function(wrap_pyfunction!(derangement, m)?)?;
+    m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(cdf_mean, m)?)?;
+    m.add_function(wrap_pyfunction!(poisson_flows, m)?)?;
     Ok(())
 }

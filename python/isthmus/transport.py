@@ -1,0 +1,53 @@
+"""Transport parameters. TCP's defaults come from the engine itself (they are the
+reference benchmark's: MSS 1460 B, initial window 10 segments, minimum RTO 5 ms, ACK
+every segment), so Python, scenario files and Rust can never disagree on them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from isthmus import _core, units
+from isthmus.fields import PositiveInt, Size, Strict, Time
+
+TRANSPORTS = ("tcp", "dctcp")
+TransportName = Literal["tcp", "dctcp"]
+
+_ENGINE = _core.tcp_defaults()
+
+
+def _ps(key: str) -> str:
+    return f"{_ENGINE[key]}ps"
+
+
+class TcpParams(Strict):
+    """Parameters of every TCP and DCTCP flow of a simulation."""
+
+    mss: Size = Field(f"{_ENGINE['mss']}B", description="payload bytes per full segment")
+    initial_cwnd: PositiveInt = Field(_ENGINE["initial_cwnd"], description="in segments")
+    min_rto: Time = Field(_ps("min_rto"), description="floor of the retransmission timeout")
+    max_rto: Time = Field(_ps("max_rto"), description="ceiling of the retransmission timeout")
+    initial_rto: Time = Field(_ps("initial_rto"), description="timeout of the SYN")
+    rwnd: Size = Field(f"{_ENGINE['rwnd']}B", description="receive window")
+    ack_every: PositiveInt = Field(_ENGINE["ack_every"], description="delayed-ACK count")
+    delayed_ack_timeout: Time = Field(_ps("delayed_ack_timeout"))
+    dctcp_g: Annotated[float, Field(gt=0, le=1)] = Field(
+        _ENGINE["dctcp_g"], description="DCTCP's EWMA gain for alpha"
+    )
+    dctcp_initial_alpha: Annotated[float, Field(ge=0, le=1)] = _ENGINE["dctcp_initial_alpha"]
+
+    def as_core(self) -> dict:
+        """Every parameter in the engine's base units."""
+        return {
+            "mss": units.size_bytes(self.mss),
+            "initial_cwnd": self.initial_cwnd,
+            "min_rto": units.time_ps(self.min_rto),
+            "max_rto": units.time_ps(self.max_rto),
+            "initial_rto": units.time_ps(self.initial_rto),
+            "rwnd": units.size_bytes(self.rwnd),
+            "ack_every": self.ack_every,
+            "delayed_ack_timeout": units.time_ps(self.delayed_ack_timeout),
+            "dctcp_g": self.dctcp_g,
+            "dctcp_initial_alpha": self.dctcp_initial_alpha,
+        }
