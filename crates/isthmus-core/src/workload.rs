@@ -2,7 +2,7 @@
 //! host calibrated to a target load of the host's access link.
 
 use crate::rng::{Rng, Stream};
-use crate::topology::{NodeKind, Topology};
+use crate::topology::Topology;
 use crate::units::{Rate, Time, SEC};
 
 /// An empirical flow-size distribution: breakpoints (size in bytes, cumulative
