@@ -1,5 +1,13 @@
-//! The future event list: a binary min-heap ordered by (time, insertion sequence), so
-//! events at the same picosecond run in the order they were scheduled, on every machine.
+//! The future event list: events run in time order, and events at the same picosecond
+//! in the order they were scheduled, on every machine.
+//!
+//! Nearly every event a packet network schedules lands within microseconds of now
+//! (serialisation plus propagation), so the near future is a timing wheel: a ring of
+//! buckets 2^16 ps (65.5 ns) wide covering 2^28 ps (268 us). Pushing into it is an
+//! append; the bucket under the cursor is sorted once when the cursor reaches it. Events
+//! beyond the wheel (retransmission timers, flow starts) wait in a binary heap and move
+//! into the wheel as it turns. On the reference benchmark this replaced a binary heap
+//! of all events, whose pops were 44% of the run time (profile in the engine's notes).
 
 use crate::packet::PacketId;
 use crate::units::Time;
@@ -28,13 +36,16 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-// The measured alternatives were no faster on the engine's workload (medium leaf-spine,
-// UDP): a monotone radix heap (each event re-bucketed ~20 times at picosecond
-// resolution) and a 4-ary heap on packed (time, seq) keys were 0% and 10% slower.
+impl Event {
+    #[inline]
+    fn key(&self) -> (Time, u64) {
+        (self.time, self.seq)
+    }
+}
 
 impl PartialEq for Event {
     fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+        self.key() == other.key()
     }
 }
 
@@ -42,8 +53,8 @@ impl Eq for Event {}
 
 impl Ord for Event {
     fn cmp(&self, other: &Self) -> Ordering {
-        // Reversed: BinaryHeap is a max-heap and we want the earliest event on top.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        // Reversed: BinaryHeap is a max-heap and the earliest event must come out first.
+        other.key().cmp(&self.key())
     }
 }
 
@@ -53,50 +64,194 @@ impl PartialOrd for Event {
     }
 }
 
-#[derive(Default)]
+const BUCKET_BITS: u32 = 16;
+const WHEEL_BITS: u32 = 12;
+const WHEEL: u64 = 1 << WHEEL_BITS;
+const MASK: u64 = WHEEL - 1;
+
+#[inline]
+fn bucket_of(time: Time) -> u64 {
+    time >> BUCKET_BITS
+}
+
 pub struct EventQueue {
-    heap: BinaryHeap<Event>,
+    /// Bucket b (absolute: time >> BUCKET_BITS) lives at wheel[b & MASK] while
+    /// cursor <= b < cursor + WHEEL.
+    wheel: Vec<Vec<Event>>,
+    occupied: Vec<u64>,
+    /// The bucket holding the earliest events; it is sorted latest-first when `sorted`.
+    cursor: u64,
+    sorted: bool,
+    far: BinaryHeap<Event>,
     next_seq: u64,
+    len: usize,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            wheel: (0..WHEEL).map(|_| Vec::new()).collect(),
+            occupied: vec![0; (WHEEL / 64) as usize],
+            cursor: 0,
+            sorted: false,
+            far: BinaryHeap::new(),
+            next_seq: 0,
+            len: 0,
+        }
+    }
 }
 
 impl EventQueue {
+    /// Schedules `kind` at `time`; events at equal times run in the order scheduled.
     #[inline]
     pub fn push(&mut self, time: Time, kind: EventKind) {
-        let seq = self.next_seq;
+        let event = Event {
+            time,
+            seq: self.next_seq,
+            kind,
+        };
         self.next_seq += 1;
-        self.heap.push(Event { time, seq, kind });
+        self.len += 1;
+        self.place(event);
     }
 
     #[inline]
-    pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.time)
+    fn place(&mut self, event: Event) {
+        let b = bucket_of(event.time);
+        assert!(
+            b >= self.cursor,
+            "event at {} ps scheduled behind the event list's clock",
+            event.time
+        );
+        if b >= self.cursor + WHEEL {
+            self.far.push(event);
+            return;
+        }
+        let slot = (b & MASK) as usize;
+        let bucket = &mut self.wheel[slot];
+        if b == self.cursor && self.sorted {
+            let at = bucket.partition_point(|e| e.key() > event.key());
+            bucket.insert(at, event);
+        } else {
+            bucket.push(event);
+        }
+        self.occupied[slot / 64] |= 1 << (slot % 64);
+    }
+
+    /// The next non-empty wheel bucket after the cursor, as an absolute bucket number.
+    fn next_occupied(&self) -> Option<u64> {
+        let start = (self.cursor & MASK) as usize;
+        let words = self.occupied.len();
+        for step in 0..=words {
+            let w = (start / 64 + step) % words;
+            let mut bits = self.occupied[w];
+            if step == 0 {
+                // Only buckets after the cursor in this word.
+                bits &= if start % 64 == 63 {
+                    0
+                } else {
+                    !0u64 << (start % 64 + 1)
+                };
+            } else if step == words {
+                // Wrapped around: buckets up to the cursor (exclusive) in its word.
+                bits &= (1u64 << (start % 64)) - 1;
+            }
+            if bits != 0 {
+                let slot = (w * 64) as u64 + bits.trailing_zeros() as u64;
+                let distance = (slot + WHEEL - (self.cursor & MASK)) & MASK;
+                return Some(self.cursor + distance);
+            }
+        }
+        None
+    }
+
+    /// Moves the cursor to the bucket of the earliest pending event if that event is due
+    /// by `until`; returns whether the cursor's bucket now holds it.
+    fn advance(&mut self, until: Time) -> bool {
+        let slot = (self.cursor & MASK) as usize;
+        if !self.wheel[slot].is_empty() {
+            return true;
+        }
+        let near = self.next_occupied();
+        let far = self.far.peek().map(|e| bucket_of(e.time));
+        let next = match (near, far) {
+            (Some(n), Some(f)) => n.min(f),
+            (Some(n), None) => n,
+            (None, Some(f)) => f,
+            (None, None) => return false,
+        };
+        // Never move the clock's cursor past `until`: the caller may still schedule
+        // events between `until` and the next one.
+        if next > bucket_of(until) {
+            return false;
+        }
+        self.cursor = next;
+        self.sorted = false;
+        while let Some(e) = self.far.peek() {
+            if bucket_of(e.time) >= self.cursor + WHEEL {
+                break;
+            }
+            let e = self.far.pop().expect("peeked");
+            self.place(e);
+        }
+        true
     }
 
     /// Removes and returns the earliest event if its time is at most `until`.
     #[inline]
     pub fn pop_until(&mut self, until: Time) -> Option<Event> {
-        if self.heap.peek()?.time > until {
+        if !self.advance(until) {
             return None;
         }
-        self.heap.pop()
+        let slot = (self.cursor & MASK) as usize;
+        let bucket = &mut self.wheel[slot];
+        if !self.sorted {
+            bucket.sort_unstable_by_key(|e| std::cmp::Reverse(e.key()));
+            self.sorted = true;
+        }
+        if bucket.last().expect("advance found events").time > until {
+            return None;
+        }
+        let event = bucket.pop().expect("non-empty");
+        if bucket.is_empty() {
+            self.occupied[slot / 64] &= !(1 << (slot % 64));
+        }
+        self.len -= 1;
+        Some(event)
     }
 
-    #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        self.heap.pop()
+        self.pop_until(Time::MAX)
+    }
+
+    /// Time of the earliest pending event.
+    pub fn peek_time(&self) -> Option<Time> {
+        let slot = (self.cursor & MASK) as usize;
+        let earliest = |b: &Vec<Event>| b.iter().map(|e| e.time).min();
+        let near = if self.wheel[slot].is_empty() {
+            self.next_occupied()
+                .and_then(|b| earliest(&self.wheel[(b & MASK) as usize]))
+        } else {
+            earliest(&self.wheel[slot])
+        };
+        let far = self.far.peek().map(|e| e.time);
+        match (near, far) {
+            (Some(n), Some(f)) => Some(n.min(f)),
+            (n, f) => n.or(f),
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len == 0
     }
 
     /// Every pending event, in no particular order (for audits such as byte conservation).
     pub fn iter(&self) -> impl Iterator<Item = Event> + '_ {
-        self.heap.iter().copied()
+        self.wheel.iter().flatten().chain(self.far.iter()).copied()
     }
 }
 
@@ -134,24 +289,45 @@ mod tests {
         let mut q = EventQueue::default();
         let mut reference = BinaryHeap::new();
         let (mut now, mut seq) = (0u64, 0u32);
-        for _ in 0..200_000 {
-            if rng.below(3) > 0 || reference.is_empty() {
-                // Many ties: times drawn from a small set of offsets, some far ahead.
-                let offset = match rng.below(4) {
-                    0 => 0,
-                    1 => rng.below(8),
-                    2 => rng.below(1 << 20),
-                    _ => rng.below(1 << 40),
-                };
-                q.push(now + offset, timer(seq));
-                reference.push(Reverse((now + offset, seq)));
-                seq += 1;
-            } else {
-                let Reverse((time, id)) = reference.pop().unwrap();
-                assert_eq!(q.peek_time(), Some(time));
-                let e = q.pop().unwrap();
-                assert_eq!((e.time, e.kind), (time, timer(id)));
-                now = time;
+        for _ in 0..300_000 {
+            match rng.below(6) {
+                0..=2 => {
+                    // Many ties, near and far: the same picosecond, one bucket, the
+                    // wheel's span, and well beyond it.
+                    let offset = match rng.below(5) {
+                        0 => 0,
+                        1 => rng.below(8),
+                        2 => rng.below(1 << 20),
+                        3 => rng.below(1 << 29),
+                        _ => rng.below(1 << 40),
+                    };
+                    q.push(now + offset, timer(seq));
+                    reference.push(Reverse((now + offset, seq)));
+                    seq += 1;
+                }
+                3 | 4 => {
+                    if let Some(Reverse((time, id))) = reference.pop() {
+                        assert_eq!(q.peek_time(), Some(time));
+                        let e = q.pop().unwrap();
+                        assert_eq!((e.time, e.kind), (time, timer(id)));
+                        now = time;
+                    }
+                }
+                _ => {
+                    // Run up to a horizon, then let the clock rest there, as the engine does.
+                    let bits = 10 + rng.below(25);
+                    let until = now + rng.below(1 << bits);
+                    while let Some(Reverse((time, id))) = reference.peek().copied() {
+                        if time > until {
+                            break;
+                        }
+                        reference.pop();
+                        let e = q.pop_until(until).unwrap();
+                        assert_eq!((e.time, e.kind), (time, timer(id)));
+                    }
+                    assert!(q.pop_until(until).is_none());
+                    now = until;
+                }
             }
             assert_eq!(q.len(), reference.len());
         }
