@@ -1,0 +1,70 @@
+"""The reference benchmark: its figures, its JSON layout, and the definitions behind them."""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from isthmus import Simulation, Topology
+from isthmus.bench import run_benchmark
+from isthmus.cli import app
+from isthmus.metrics import flow_times, slowdown_summary
+
+
+def test_small_benchmark_finishes_every_flow_with_dctcp_like_slowdowns():
+    result = run_benchmark("small")
+    assert result["flows"] == result["finished"] == 235
+    s = result["slowdown"]
+    assert sum(s[b]["n"] for b in ("lt100KB", "100KB-1MB", "gt1MB")) == s["all"]["n"] == 235
+    # ns-3 on the identical scenario: mean 3.74, p99 17.96 (docs/benchmark.md).
+    assert 3.0 < s["all"]["mean"] < 4.5
+    assert 13 < s["all"]["p99"] < 22
+    assert s["gt1MB"]["mean"] < s["lt100KB"]["mean"]
+    assert result["packets_dropped"] < 100
+    assert result["events"] > result["packet_hops"] > result["packets_delivered"]
+
+
+def test_cli_bench_writes_the_shared_json_layout(tmp_path):
+    out = tmp_path / "small.json"
+    result = CliRunner().invoke(app, ["bench", "small", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    for key in ("size", "flows", "finished", "wall_s", "events", "packet_hops", "peak_rss_mb"):
+        assert key in data
+    assert set(data["slowdown"]) == {"all", "lt100KB", "100KB-1MB", "gt1MB"}
+    assert set(data["slowdown"]["all"]) >= {"mean", "p50", "p99"}
+    assert CliRunner().invoke(app, ["bench", "huge"]).exit_code == 2
+
+
+def test_an_uncontended_flow_has_slowdown_close_to_one():
+    sim = Simulation(Topology.leaf_spine(2, 2, 2), ecn_threshold="65pkts")
+    sim.add_tcp_flow(0, 3, "10MB")
+    assert sim.run("100ms", stop_when_flows_finish=True)
+    times = flow_times(sim)
+    # Handshake (1 RTT) + slow start from 10 segments + headers (1500/1460): a little above 1.
+    assert 1.0 < times["slowdown"][0] < 1.1
+    assert times["ideal_ps"][0] == round(10_000_000 * 8 / 10e9 * 1e12) + sim.base_rtt(0, 3)
+
+
+def test_slowdown_percentiles_are_nearest_rank_per_bucket():
+    sizes = np.array([50_000, 60_000, 500_000, 2_000_000, 3_000_000])
+    slowdown = np.array([1.0, 3.0, 2.0, 5.0, np.nan])
+    s = slowdown_summary(sizes, slowdown)
+    assert s["all"] == {"n": 4, "mean": 2.75, "p50": 2.0, "p99": 5.0}
+    assert s["lt100KB"] == {"n": 2, "mean": 2.0, "p50": 1.0, "p99": 3.0}
+    assert s["gt1MB"]["n"] == 1
+
+
+@pytest.mark.parametrize("transport", ["tcp", "dctcp"])
+def test_tcp_flows_from_python_deliver_every_byte(transport):
+    sim = Simulation(Topology.leaf_spine(2, 2, 4), ecn_threshold="20pkts", switch_queue="40pkts")
+    for src in range(4):
+        sim.add_tcp_flow(src, 4, "2MB", transport=transport)  # a 4-to-1 incast
+    assert sim.run("1s", stop_when_flows_finish=True)
+    flows = sim.flows()
+    assert np.all(flows["bytes_delivered"] == 2_000_000)
+    marks = sim.ports()["ecn_marks"].sum()
+    assert (marks > 0) == (transport == "dctcp")
+    with pytest.raises(ValueError, match="transport must be one of"):
+        sim.add_tcp_flow(0, 1, "1KB", transport="quic")
