@@ -112,15 +112,13 @@ def _run_with_progress(sim, spec: Scenario) -> float:
         task = progress.add_task(spec.name, total=total, status="")
 
         def on_progress(now: int) -> None:
-            elapsed = time.perf_counter() - started
-            rate = f"{sim.events_processed / elapsed / 1e6:.1f}M events/s" if elapsed else ""
-            finished = sim.num_flows - sim.unfinished_flows
             if by_flows:
-                status = f"{finished}/{sim.num_flows} flows, {format_time(now)} simulated"
-                progress.update(task, completed=finished, status=f"{status}  {rate}")
+                finished = sim.num_flows - sim.unfinished_flows
+                status = f"{finished}/{sim.num_flows} flows at {format_time(now)}"
+                progress.update(task, completed=finished, status=status)
             else:
-                status = f"{format_time(now)} of {format_time(duration)} simulated"
-                progress.update(task, completed=now, status=f"{status}  {rate}")
+                status = f"{format_time(now)} of {format_time(duration)}"
+                progress.update(task, completed=now, status=status)
 
         sim.run(duration, stop_when_flows_finish=by_flows, on_progress=on_progress)
     return time.perf_counter() - started
