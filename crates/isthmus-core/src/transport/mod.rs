@@ -76,14 +76,14 @@ impl Flow {
                 self.udp_finished(now)
             }
             Transport::Tcp(t) => {
-                let mut io = tcp::Io {
-                    now,
+                let mut io = tcp::Io::new(
                     flow,
-                    src_port: self.src_port,
-                    dst_port: self.dst_port,
-                    record: &mut self.record,
+                    now,
+                    self.src_port,
+                    self.dst_port,
+                    &mut self.record,
                     out,
-                };
+                );
                 t.on_timer(&mut io, token)
             }
         }
@@ -101,14 +101,14 @@ impl Flow {
                 self.udp_finished(now)
             }
             Transport::Tcp(t) => {
-                let mut io = tcp::Io {
-                    now,
+                let mut io = tcp::Io::new(
                     flow,
-                    src_port: self.src_port,
-                    dst_port: self.dst_port,
-                    record: &mut self.record,
+                    now,
+                    self.src_port,
+                    self.dst_port,
+                    &mut self.record,
                     out,
-                };
+                );
                 t.on_packet(&mut io, pkt)
             }
         }

@@ -642,6 +642,26 @@ pub struct Io<'a> {
     pub out: &'a mut Outbox,
 }
 
+impl<'a> Io<'a> {
+    pub fn new(
+        flow: u32,
+        now: Time,
+        src_port: u16,
+        dst_port: u16,
+        record: &'a mut FlowRecord,
+        out: &'a mut Outbox,
+    ) -> Self {
+        Io {
+            now,
+            flow,
+            src_port,
+            dst_port,
+            record,
+            out,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
