@@ -210,3 +210,49 @@ fn base_rtt_of_the_reference_leaf_spine_is_11_08_us() {
         2 * 1_200_000 + 2 * 32_000 + 4 * US
     );
 }
+
+#[test]
+fn delayed_acks_halve_the_ack_count_and_the_timer_flushes_the_tail() {
+    let segments = 1000u64;
+    let mut acks = Vec::new();
+    // A NIC queue longer than the receive window: no losses, so every packet is counted once.
+    let lossless = EngineConfig {
+        host_queue: Limit::Packets(10_000),
+        ..Default::default()
+    };
+    for ack_every in [1, 2] {
+        let mut e = Engine::new(star(1, 10 * G, 10 * G), lossless.clone(), 6);
+        let cfg = TcpConfig {
+            ack_every,
+            ..Default::default()
+        };
+        e.add_tcp_flow(0, 1, segments * 1460, 0, &cfg).unwrap();
+        assert!(e.run_until_flows_finish(SEC));
+        let r = e.flows().next().unwrap();
+        assert_eq!(r.retransmissions, 0);
+        // Everything sent: SYN, SYN-ACK, the data segments, and the ACKs.
+        acks.push(r.packets_sent - 2 - segments);
+    }
+    assert_eq!(acks[0], segments);
+    assert!(
+        acks[1] >= segments / 2 && acks[1] <= segments / 2 + 20,
+        "{acks:?}"
+    );
+
+    // An odd segment at the end of a window waits for the delayed-ACK timer, not forever.
+    let mut e = Engine::new(star(1, 10 * G, 10 * G), EngineConfig::default(), 7);
+    let cfg = TcpConfig {
+        ack_every: 2,
+        initial_cwnd: 1,
+        delayed_ack_timeout: 50 * US,
+        ..Default::default()
+    };
+    e.add_tcp_flow(0, 1, 3 * 1460, 0, &cfg).unwrap();
+    assert!(e.run_until_flows_finish(SEC));
+    let r = e.flows().next().unwrap();
+    assert_eq!(r.timeouts, 0);
+    assert!(
+        r.finish.unwrap() > 50 * US,
+        "the first lone segment was ACKed before the timer"
+    );
+}
