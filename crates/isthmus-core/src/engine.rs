@@ -405,13 +405,9 @@ impl Engine {
     /// flows finished.
     pub fn run_until_flows_finish(&mut self, limit: Time) -> bool {
         while self.unfinished_flows > 0 {
-            let Some(t) = self.events.peek_time() else {
+            let Some(ev) = self.events.pop_until(limit) else {
                 break;
             };
-            if t > limit {
-                break;
-            }
-            let ev = self.events.pop().expect("peeked");
             self.handle(ev);
         }
         self.unfinished_flows == 0
