@@ -12,8 +12,9 @@
 //! port ([`Engine::forward`]) and queues it ([`Engine::enqueue`]) → the destination
 //! host hands it to the flow's transport ([`Engine::on_arrive`]).
 
+use crate::control::ControlEvent;
 use crate::event::{Event, EventKind, EventQueue, PortId};
-use crate::flowtable::{FlowAction, FlowMatch, FlowTable};
+use crate::flowtable::{FlowAction, FlowTable, Forward, Group, Meter, Miss};
 use crate::packet::{Packet, PacketArena, PacketId, ECN_CE, ECN_NOT_ECT};
 use crate::queue::{Admission, DropTailQueue};
 use crate::rng::mix64;
@@ -90,8 +91,31 @@ pub struct NodeState {
     pub ecmp_salt: u64,
     spray_rng: Rng,
     pub table: FlowTable,
+    pub groups: Vec<Option<Group>>,
+    pub meters: Vec<Option<Meter>>,
+    /// What a switch does with packets no entry matches.
+    pub miss: Miss,
     /// Packets dropped here for want of a route (or misdelivered to a host).
     pub unroutable: u64,
+    /// Packets dropped here by a rule: a drop action, a drop-on-miss, or a meter.
+    pub rule_drops: u64,
+}
+
+/// A packet held at a switch while the controller decides about it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Buffered {
+    pub pkt: PacketId,
+    pub node: u32,
+    pub in_port: u16,
+    /// A packet-out or drop for it has been issued (and may be in flight).
+    pub claimed: bool,
+}
+
+/// A control-plane timer: fires once, or every `period`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ControlTimer {
+    pub period: Option<Time>,
+    pub active: bool,
 }
 
 /// Parameters of a UDP flow.
@@ -123,11 +147,21 @@ pub struct Engine {
     pub ports: Vec<Port>,
     routes: RouteTable,
     /// The two ports (one per direction) of each topology link.
-    link_ports: Vec<[PortId; 2]>,
-    arena: PacketArena,
-    events: EventQueue,
-    flows: Vec<Flow>,
+    pub(crate) link_ports: Vec<[PortId; 2]>,
+    pub(crate) arena: PacketArena,
+    pub(crate) events: EventQueue,
+    pub(crate) flows: Vec<Flow>,
     outbox: Outbox,
+    // ---- the control plane's state (see control.rs) ----
+    /// Events waiting for the control plane; recorded only while `control_attached`.
+    pub(crate) control_events: Vec<(Time, ControlEvent)>,
+    pub(crate) control_attached: bool,
+    pub(crate) buffers: Vec<Option<Buffered>>,
+    pub(crate) free_buffers: Vec<u32>,
+    pub(crate) pending_commands: Vec<Option<crate::control::Command>>,
+    pub(crate) free_commands: Vec<u32>,
+    pub(crate) control_timers: Vec<ControlTimer>,
+    pub(crate) next_entry_id: u32,
     unfinished_flows: usize,
     events_processed: u64,
     packet_hops: u64,
@@ -153,7 +187,11 @@ impl Engine {
                 ecmp_salt: Rng::stream(seed, Stream::EcmpSalt, i as u64).next_u64(),
                 spray_rng: Rng::stream(seed, Stream::Spray, i as u64),
                 table: FlowTable::default(),
+                groups: Vec::new(),
+                meters: Vec::new(),
+                miss: Miss::Route,
                 unroutable: 0,
+                rule_drops: 0,
             });
             address += host as u32;
             next_port += adjacency[i].len() as u32;
@@ -216,6 +254,14 @@ impl Engine {
             events,
             flows: Vec::new(),
             outbox: Outbox::default(),
+            control_events: Vec::new(),
+            control_attached: false,
+            buffers: Vec::new(),
+            free_buffers: Vec::new(),
+            pending_commands: Vec::new(),
+            free_commands: Vec::new(),
+            control_timers: Vec::new(),
+            next_entry_id: 0,
             unfinished_flows: 0,
             events_processed: 0,
             packet_hops: 0,
@@ -270,7 +316,7 @@ impl Engine {
         });
         self.unfinished_flows += 1;
         self.events
-            .push(spec.start, EventKind::FlowTimer { flow: id, token: 0 });
+            .push(spec.start, EventKind::FlowStart { flow: id });
         Ok(id)
     }
 
@@ -312,12 +358,11 @@ impl Engine {
             transport: Transport::Tcp(Box::new(TcpFlow::new(*config, size, start, iss))),
         });
         self.unfinished_flows += 1;
-        self.events
-            .push(start, EventKind::FlowTimer { flow: id, token: 0 });
+        self.events.push(start, EventKind::FlowStart { flow: id });
         Ok(id)
     }
 
-    fn check_hosts(&self, src: u32, dst: u32) -> Result<(), String> {
+    pub(crate) fn check_hosts(&self, src: u32, dst: u32) -> Result<(), String> {
         let n = self.topology.num_hosts() as u32;
         for (name, h) in [("src", src), ("dst", dst)] {
             if h >= n {
@@ -333,44 +378,6 @@ impl Engine {
             ));
         }
         Ok(())
-    }
-
-    /// Installs a flow-table entry on switch node `node`; returns the entry id.
-    pub fn add_flow_entry(
-        &mut self,
-        node: u32,
-        priority: u16,
-        matcher: FlowMatch,
-        action: FlowAction,
-    ) -> Result<u64, String> {
-        let state = self
-            .nodes
-            .get(node as usize)
-            .ok_or_else(|| format!("node {node} does not exist"))?;
-        if state.kind != NodeKind::Switch {
-            return Err(format!(
-                "node {node} ('{}') is a host; flow entries go on switches",
-                self.topology.nodes[node as usize].name
-            ));
-        }
-        let ports: Vec<u16> = match &action {
-            FlowAction::Output(p) => vec![*p],
-            FlowAction::Select(ps) if ps.is_empty() => {
-                return Err("a select action needs at least one port".into())
-            }
-            FlowAction::Select(ps) => ps.clone(),
-            _ => vec![],
-        };
-        if let Some(bad) = ports.iter().find(|&&p| p >= state.num_ports) {
-            return Err(format!(
-                "port {bad} does not exist on switch '{}' (it has ports 0..{})",
-                self.topology.nodes[node as usize].name,
-                state.num_ports - 1
-            ));
-        }
-        Ok(self.nodes[node as usize]
-            .table
-            .add(priority, matcher, action))
     }
 
     /// Takes topology link `link` down (both directions lose what is sent onto them from
@@ -395,10 +402,15 @@ impl Engine {
     pub fn run_until(&mut self, until: Time) -> u64 {
         let before = self.events_processed;
         while let Some(ev) = self.events.pop_until(until) {
-            self.handle(ev);
+            self.handle_event(ev);
         }
-        self.now = self.now.max(until);
+        self.advance_clock(until);
         self.events_processed - before
+    }
+
+    /// Moves the clock forward to `time` (never back) with no event in between.
+    pub(crate) fn advance_clock(&mut self, time: Time) {
+        self.now = self.now.max(time);
     }
 
     /// Runs until every flow has finished or the clock passes `limit`; returns whether all
@@ -408,29 +420,55 @@ impl Engine {
             let Some(ev) = self.events.pop_until(limit) else {
                 break;
             };
-            self.handle(ev);
+            self.handle_event(ev);
         }
         self.unfinished_flows == 0
     }
 
-    fn handle(&mut self, ev: Event) {
+    pub(crate) fn handle_event(&mut self, ev: Event) {
         self.now = ev.time;
         self.events_processed += 1;
         match ev.kind {
             EventKind::Arrive { pkt, port } => self.on_arrive(pkt, port),
             EventKind::PortFree { port } => self.on_port_free(port),
-            EventKind::FlowTimer { flow, token } => {
-                let mut out = std::mem::take(&mut self.outbox);
-                let finished = self.flows[flow as usize].on_timer(flow, self.now, token, &mut out);
-                self.count_finished(finished);
-                self.apply_outbox(flow, &mut out);
-                self.outbox = out;
+            EventKind::FlowStart { flow } => {
+                if self.control_attached {
+                    self.control_events
+                        .push((self.now, ControlEvent::FlowArrival { flow }));
+                }
+                self.on_flow_timer(flow, 0);
             }
+            EventKind::FlowTimer { flow, token } => self.on_flow_timer(flow, token),
             EventKind::Sample => self.sample(),
+            EventKind::ControlTick { timer } => self.on_control_tick(timer),
+            EventKind::Command { slot } => self.on_command_due(slot),
+            EventKind::EntryTimeout { node, entry } => self.on_entry_timeout(node, entry),
         }
     }
 
-    fn apply_outbox(&mut self, flow: u32, out: &mut Outbox) {
+    fn on_flow_timer(&mut self, flow: u32, token: u32) {
+        let mut out = std::mem::take(&mut self.outbox);
+        let finished = self.flows[flow as usize].on_timer(flow, self.now, token, &mut out);
+        self.count_finished(flow, finished);
+        self.apply_outbox(flow, &mut out);
+        self.outbox = out;
+    }
+
+    /// Lets a flow's transport act outside its own events (a controller's hold, release
+    /// or pace), then sends what it asks for.
+    pub(crate) fn with_flow<R>(
+        &mut self,
+        flow: u32,
+        act: impl FnOnce(&mut Flow, u32, Time, &mut Outbox) -> R,
+    ) -> R {
+        let mut out = std::mem::take(&mut self.outbox);
+        let result = act(&mut self.flows[flow as usize], flow, self.now, &mut out);
+        self.apply_outbox(flow, &mut out);
+        self.outbox = out;
+        result
+    }
+
+    pub(crate) fn apply_outbox(&mut self, flow: u32, out: &mut Outbox) {
         for (time, token) in out.timers.drain(..) {
             self.events.push(time, EventKind::FlowTimer { flow, token });
         }
@@ -441,8 +479,14 @@ impl Engine {
     }
 
     #[inline]
-    fn count_finished(&mut self, finished: bool) {
-        self.unfinished_flows -= finished as usize;
+    fn count_finished(&mut self, flow: u32, finished: bool) {
+        if finished {
+            self.unfinished_flows -= 1;
+            if self.control_attached {
+                self.control_events
+                    .push((self.now, ControlEvent::FlowFinished { flow }));
+            }
+        }
     }
 
     /// A transport's packet enters the network at its source host.
@@ -474,26 +518,50 @@ impl Engine {
         }
     }
 
-    /// Picks the egress port at `node` (flow table first, then default routing) and queues
-    /// the packet there. `in_port` is u16::MAX for packets a host originates.
-    fn forward(&mut self, node: u32, in_port: u16, pkt: PacketId) {
+    /// Picks the egress port at `node` (flow table first; on a miss, the switch's miss
+    /// policy) and queues the packet there. `in_port` is u16::MAX for packets a host
+    /// originates.
+    pub(crate) fn forward(&mut self, node: u32, in_port: u16, pkt: PacketId) {
+        let now = self.now;
         let state = &mut self.nodes[node as usize];
-        let packet = self.arena.get(pkt);
-        let mut action = None;
-        if !state.table.is_empty() {
-            action = state.table.lookup(in_port, packet).cloned();
+        let packet = self.arena.get_mut(pkt);
+        let matched = if state.table.is_empty() {
+            None
+        } else {
+            state.table.lookup(in_port, packet, now)
+        };
+        let action = matched.unwrap_or(FlowAction::forward(match state.miss {
+            Miss::Route => Forward::Default,
+            Miss::Controller => Forward::Controller,
+            Miss::Drop => Forward::Drop,
+        }));
+        if let Some(priority) = action.set_priority {
+            packet.priority = priority;
         }
-        let egress = match action {
-            Some(FlowAction::Output(p)) => Some(p),
-            Some(FlowAction::Select(ports)) => {
-                let i = reduce(
-                    mix64(packet.five_tuple_key() ^ state.ecmp_salt),
-                    ports.len() as u64,
-                );
-                Some(ports[i as usize])
+        if let Some(meter) = action.meter {
+            let conforms = match state.meters.get_mut(meter as usize) {
+                Some(Some(m)) => m.admit(packet.size, now),
+                _ => false,
+            };
+            if !conforms {
+                state.rule_drops += 1;
+                self.drop_packet(pkt);
+                return;
             }
-            Some(FlowAction::Drop) => None,
-            Some(FlowAction::Default) | None => {
+        }
+        let egress = match action.forward {
+            Forward::Output(p) => Some(p),
+            Forward::Group(g) => self.group_port(node, g, pkt),
+            Forward::Drop => {
+                self.nodes[node as usize].rule_drops += 1;
+                self.drop_packet(pkt);
+                return;
+            }
+            Forward::Controller => {
+                self.packet_in(node, in_port, pkt, matched.is_none());
+                return;
+            }
+            Forward::Default => {
                 let hops = self.routes.next_hops(node, packet.dst);
                 if hops.is_empty() {
                     None
@@ -509,18 +577,41 @@ impl Engine {
             }
         };
         match egress {
-            Some(local) => {
+            Some(local) if local < self.nodes[node as usize].num_ports => {
                 let port = self.nodes[node as usize].first_port + local as u32;
                 self.enqueue(port, pkt);
             }
-            None => {
+            _ => {
                 self.nodes[node as usize].unroutable += 1;
                 self.drop_packet(pkt);
             }
         }
     }
 
-    fn enqueue(&mut self, port_id: PortId, pkt: PacketId) {
+    /// The local port group `group` of `node` picks for `pkt`, if the group exists and
+    /// has a usable port.
+    fn group_port(&self, node: u32, group: u32, pkt: PacketId) -> Option<u16> {
+        let state = &self.nodes[node as usize];
+        match state.groups.get(group as usize)?.as_ref()? {
+            Group::Select { ports, weights } => {
+                let total: u64 = weights.iter().map(|&w| w as u64).sum();
+                let hash = mix64(self.arena.get(pkt).five_tuple_key() ^ state.ecmp_salt);
+                let mut pick = reduce(hash, total);
+                for (&port, &w) in ports.iter().zip(weights) {
+                    if pick < w as u64 {
+                        return Some(port);
+                    }
+                    pick -= w as u64;
+                }
+                None
+            }
+            Group::FastFailover { ports } => ports.iter().copied().find(|&p| {
+                p < state.num_ports && self.ports[(state.first_port + p as u32) as usize].up
+            }),
+        }
+    }
+
+    pub(crate) fn enqueue(&mut self, port_id: PortId, pkt: PacketId) {
         let now = self.now;
         let port = &mut self.ports[port_id as usize];
         let packet = self.arena.get_mut(pkt);
@@ -601,17 +692,17 @@ impl Engine {
         let flow = packet.flow;
         let mut out = std::mem::take(&mut self.outbox);
         let finished = self.flows[flow as usize].on_delivery(flow, packet, self.now, &mut out);
-        self.count_finished(finished);
+        self.count_finished(flow, finished);
         self.arena.free(pkt);
         self.apply_outbox(flow, &mut out);
         self.outbox = out;
     }
 
-    fn drop_packet(&mut self, pkt: PacketId) {
+    pub(crate) fn drop_packet(&mut self, pkt: PacketId) {
         let packet = self.arena.get(pkt);
         let flow = packet.flow;
         let finished = self.flows[flow as usize].on_drop(packet, self.now);
-        self.count_finished(finished);
+        self.count_finished(flow, finished);
         self.arena.free(pkt);
     }
 
@@ -734,6 +825,10 @@ impl Engine {
                 total.packets += 1;
                 total.bytes += self.arena.get(pkt).size as u64;
             }
+        }
+        for b in self.buffers.iter().flatten() {
+            total.packets += 1;
+            total.bytes += self.arena.get(b.pkt).size as u64;
         }
         total
     }

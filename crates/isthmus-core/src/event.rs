@@ -30,6 +30,14 @@ pub enum EventKind {
     FlowTimer { flow: u32, token: u32 },
     /// Record one row of the sampled time series.
     Sample,
+    /// Flow `flow` opens: the control plane hears of it, then its transport starts.
+    FlowStart { flow: u32 },
+    /// Control-plane timer `timer` fires.
+    ControlTick { timer: u32 },
+    /// A controller's command reaches its target after the control channel's latency.
+    Command { slot: u32 },
+    /// Flow entry `entry` of switch `node` may have expired.
+    EntryTimeout { node: u32, entry: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

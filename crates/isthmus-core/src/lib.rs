@@ -4,6 +4,7 @@
 //! passes through. Everything here is plain Rust with no Python; the `isthmus-py` crate
 //! binds it.
 
+pub mod control;
 pub mod engine;
 pub mod event;
 pub mod flowtable;

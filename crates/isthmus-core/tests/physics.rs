@@ -1,6 +1,6 @@
 //! Whole-engine checks against physics and queueing theory.
 
-use isthmus_core::flowtable::{FlowAction, FlowMatch};
+use isthmus_core::flowtable::{FlowAction, FlowMatch, Forward};
 use isthmus_core::rng::{Rng, Stream};
 use isthmus_core::topology::builders::leaf_spine;
 use isthmus_core::units::{serialization_time, MS, SEC, US};
@@ -332,24 +332,28 @@ fn flow_entries_override_default_routing() {
     let mut e = Engine::new(topo, EngineConfig::default(), 3);
     let leaf0 = e.topology().node_index("leaf0").unwrap();
     // leaf0: ports 0-1 hosts, 2-5 spines. Pin traffic to host 2 on spine 3 (port 5).
-    e.add_flow_entry(
+    let to = |dst| FlowMatch {
+        dst: Some(dst),
+        ..Default::default()
+    };
+    e.add_entry(
+        0,
         leaf0,
         10,
-        FlowMatch {
-            dst: Some(2),
-            ..Default::default()
-        },
-        FlowAction::Output(5),
+        to(2),
+        FlowAction::forward(Forward::Output(5)),
+        None,
+        None,
     )
     .unwrap();
-    e.add_flow_entry(
+    e.add_entry(
+        0,
         leaf0,
         10,
-        FlowMatch {
-            dst: Some(3),
-            ..Default::default()
-        },
-        FlowAction::Drop,
+        to(3),
+        FlowAction::forward(Forward::Drop),
+        None,
+        None,
     )
     .unwrap();
     for src in 0..2 {
@@ -368,9 +372,17 @@ fn flow_entries_override_default_routing() {
         .map(|p| p.counters.tx_packets)
         .collect();
     assert_eq!(uplinks, vec![0, 0, 0, 100]);
-    assert_eq!(e.nodes[leaf0 as usize].unroutable, 100);
+    assert_eq!(e.nodes[leaf0 as usize].rule_drops, 100);
     let err = e
-        .add_flow_entry(leaf0, 1, FlowMatch::default(), FlowAction::Output(9))
+        .add_entry(
+            0,
+            leaf0,
+            1,
+            FlowMatch::default(),
+            FlowAction::forward(Forward::Output(9)),
+            None,
+            None,
+        )
         .unwrap_err();
     assert!(err.contains("port 9") && err.contains("leaf0"), "{err}");
 }

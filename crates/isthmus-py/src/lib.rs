@@ -2,7 +2,6 @@
 //! errors to `ValueError`, and hand telemetry back as NumPy arrays (one array per
 //! column, never a Python object per element). All logic lives in `isthmus-core`.
 
-use isthmus_core::flowtable::{FlowAction, FlowMatch};
 use isthmus_core::rng::{Rng, Stream};
 use isthmus_core::topology::builders;
 use isthmus_core::units::{self, Limit};
@@ -10,12 +9,14 @@ use isthmus_core::workload::{Destinations, PoissonFlows, SizeCdf};
 use isthmus_core::{
     Arrivals, Dctcp, EngineConfig, LinkSpec, NodeKind, RoutingPolicy, TcpConfig, Time, UdpFlowSpec,
 };
-use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-fn value_error(e: impl ToString) -> PyErr {
+mod control;
+
+pub(crate) fn value_error(e: impl ToString) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
@@ -197,7 +198,7 @@ fn spec((rate, delay): (u64, Time)) -> LinkSpec {
     LinkSpec { rate, delay }
 }
 
-fn dict_of<'py>(
+pub(crate) fn dict_of<'py>(
     py: Python<'py>,
     columns: Vec<(&str, Bound<'py, PyAny>)>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -208,7 +209,7 @@ fn dict_of<'py>(
     Ok(d)
 }
 
-fn column<'py, T: numpy::Element>(py: Python<'py>, v: Vec<T>) -> Bound<'py, PyAny> {
+pub(crate) fn column<'py, T: numpy::Element>(py: Python<'py>, v: Vec<T>) -> Bound<'py, PyAny> {
     v.into_pyarray(py).into_any()
 }
 
@@ -406,7 +407,7 @@ impl Topology {
 /// A simulation engine over one topology. Times in picoseconds, rates in bit/s.
 #[pyclass(module = "isthmus._core")]
 pub struct Engine {
-    inner: isthmus_core::Engine,
+    pub(crate) inner: isthmus_core::Engine,
 }
 
 fn opt_i64(t: Option<Time>) -> i64 {
@@ -520,50 +521,6 @@ impl Engine {
         self.inner.set_link_up(link, up).map_err(value_error)
     }
 
-    /// Installs a flow entry on switch `node`. Exactly one action: `output` (a local
-    /// port), `select` (local ports to hash over), `drop=True`, or none of them to fall
-    /// through to default routing.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (node, priority, in_port=None, src=None, dst=None, proto=None, src_port=None, dst_port=None, output=None, select=None, drop=false))]
-    fn add_flow_entry(
-        &mut self,
-        node: u32,
-        priority: u16,
-        in_port: Option<u16>,
-        src: Option<u32>,
-        dst: Option<u32>,
-        proto: Option<u8>,
-        src_port: Option<u16>,
-        dst_port: Option<u16>,
-        output: Option<u16>,
-        select: Option<Vec<u16>>,
-        drop: bool,
-    ) -> PyResult<u64> {
-        let action = match (output, select, drop) {
-            (Some(p), None, false) => FlowAction::Output(p),
-            (None, Some(ps), false) => FlowAction::Select(ps),
-            (None, None, true) => FlowAction::Drop,
-            (None, None, false) => FlowAction::Default,
-            _ => {
-                return Err(value_error(
-                    "give at most one action: output, select or drop",
-                ))
-            }
-        };
-        let matcher = FlowMatch {
-            in_port,
-            src,
-            dst,
-            proto,
-            src_port,
-            dst_port,
-            flow: None,
-        };
-        self.inner
-            .add_flow_entry(node, priority, matcher, action)
-            .map_err(value_error)
-    }
-
     /// Runs all events up to `until` (ps); returns how many ran. The GIL is released.
     fn run_until(&mut self, py: Python<'_>, until: u64) -> u64 {
         let inner = &mut self.inner;
@@ -674,14 +631,17 @@ impl Engine {
         )
     }
 
-    /// Packets each node dropped for want of a route.
-    fn node_unroutable<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
-        self.inner
-            .nodes
-            .iter()
-            .map(|n| n.unroutable)
-            .collect::<Vec<_>>()
-            .into_pyarray(py)
+    /// Per-node drop counters: `unroutable` (no route, or misdelivered) and `rule_drops`
+    /// (a drop action, a drop-on-miss, a meter, or a discarded packet-in).
+    fn node_drops<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let n = &self.inner.nodes;
+        dict_of(
+            py,
+            vec![
+                ("unroutable", column(py, n.iter().map(|x| x.unroutable).collect::<Vec<_>>())),
+                ("rule_drops", column(py, n.iter().map(|x| x.rule_drops).collect::<Vec<_>>())),
+            ],
+        )
     }
 
     /// The sampled time series, or None if sampling is off: `time_ps` (samples) and

@@ -124,6 +124,48 @@ impl Flow {
         }
     }
 
+    /// A controller holds the flow's sender (no new data leaves) or releases it.
+    pub fn set_held(&mut self, held: bool, flow: u32, now: Time, out: &mut Outbox) {
+        match &mut self.transport {
+            Transport::Udp(u) => u.held = held,
+            Transport::Tcp(t) => {
+                let mut io = tcp::Io::new(
+                    flow,
+                    now,
+                    self.src_port,
+                    self.dst_port,
+                    &mut self.record,
+                    out,
+                );
+                t.set_held(&mut io, held);
+            }
+        }
+    }
+
+    /// A controller paces the flow's sender at `rate` (None: unpaced).
+    pub fn set_pace(
+        &mut self,
+        rate: Option<crate::units::Rate>,
+        flow: u32,
+        now: Time,
+        out: &mut Outbox,
+    ) {
+        match &mut self.transport {
+            Transport::Udp(u) => u.pace(rate),
+            Transport::Tcp(t) => {
+                let mut io = tcp::Io::new(
+                    flow,
+                    now,
+                    self.src_port,
+                    self.dst_port,
+                    &mut self.record,
+                    out,
+                );
+                t.set_pace(&mut io, rate);
+            }
+        }
+    }
+
     /// A UDP flow ends when its source is done and none of its packets is in flight.
     fn udp_finished(&mut self, now: Time) -> bool {
         let Transport::Udp(u) = &self.transport else {

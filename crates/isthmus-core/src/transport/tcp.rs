@@ -29,13 +29,14 @@
 use super::timer::Timer;
 use super::{FlowRecord, Outbox};
 use crate::packet::{Packet, ECN_CE, ECN_ECT0, PROTO_TCP, TCP_ACK, TCP_ECE, TCP_FIN, TCP_SYN};
-use crate::units::{Time, MS, SEC};
+use crate::units::{serialization_time, Rate, Time, MS, SEC};
 
 /// IPv4 (20 B) + TCP (20 B) headers; no options are modelled.
 pub const TCP_HEADER_BYTES: u32 = 40;
 
 const SENDER_TIMER: u32 = 0;
 const RECEIVER_TIMER: u32 = 1;
+const PACING_TIMER: u32 = 2;
 
 /// DCTCP parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -191,6 +192,12 @@ pub struct TcpFlow {
     window_acked: u64,
     window_marked: u64,
     cwr_end: u64,
+    /// A controller holds new data back.
+    held: bool,
+    /// A controller spaces segments at this rate; the next may leave at `next_send`.
+    pace: Option<Rate>,
+    next_send: Time,
+    pace_timer: Timer,
     // ---- receiver (on the destination host) ----
     rcv_open: bool,
     rcv_nxt: u64,
@@ -228,6 +235,10 @@ impl TcpFlow {
             window_acked: 0,
             window_marked: 0,
             cwr_end: 0,
+            held: false,
+            pace: None,
+            next_send: 0,
+            pace_timer: Timer::default(),
             rcv_open: false,
             rcv_nxt: 0,
             out_of_order: Vec::new(),
@@ -263,6 +274,11 @@ impl TcpFlow {
             SENDER_TIMER => {
                 if self.rto_timer.fire(token, io.now, SENDER_TIMER, io.out) {
                     self.on_rto(io);
+                }
+            }
+            PACING_TIMER => {
+                if self.pace_timer.fire(token, io.now, PACING_TIMER, io.out) {
+                    self.send_data(io);
                 }
             }
             _ => {
@@ -320,6 +336,23 @@ impl TcpFlow {
         }
     }
 
+    /// Holds new data back, or releases it and sends what the window allows.
+    pub fn set_held(&mut self, io: &mut Io, held: bool) {
+        self.held = held;
+        if !held && self.phase == Phase::Established {
+            self.send_data(io);
+        }
+    }
+
+    /// Spaces new segments at `rate` (None: send as the window allows).
+    pub fn set_pace(&mut self, io: &mut Io, rate: Option<Rate>) {
+        self.pace = rate;
+        self.next_send = io.now;
+        if self.phase == Phase::Established {
+            self.send_data(io);
+        }
+    }
+
     fn back_off(&mut self) {
         self.rto = (self.rto * 2).min(self.cfg.max_rto);
     }
@@ -371,6 +404,9 @@ impl TcpFlow {
 
     /// Sends new or go-back-N segments while the window allows.
     fn send_data(&mut self, io: &mut Io) {
+        if self.held {
+            return;
+        }
         let mss = self.cfg.mss as u64;
         let window = self.cwnd.min(self.cfg.rwnd);
         while self.snd_nxt < self.end() {
@@ -378,6 +414,13 @@ impl TcpFlow {
             let fin = self.snd_nxt + len == self.size;
             if self.snd_nxt > self.snd_una && self.snd_nxt + len > self.snd_una + window {
                 break;
+            }
+            if let Some(rate) = self.pace {
+                if io.now < self.next_send {
+                    self.pace_timer.set(self.next_send, PACING_TIMER, io.out);
+                    break;
+                }
+                self.next_send = io.now + serialization_time(len as u32 + TCP_HEADER_BYTES, rate);
             }
             self.send_segment(io, self.snd_nxt, len, fin);
             self.snd_nxt += len + fin as u64;

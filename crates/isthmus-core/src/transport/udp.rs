@@ -26,6 +26,10 @@ pub struct UdpSource {
     pub remaining: u64,
     pub rng: Rng,
     pub done: bool,
+    /// Held by a controller: ticks pass without sending.
+    pub held: bool,
+    /// The rate the flow was created with, restored when pacing is lifted.
+    base_rate: Rate,
     next_seq: u32,
 }
 
@@ -50,8 +54,15 @@ impl UdpSource {
             remaining: if size == 0 { u64::MAX } else { size },
             rng,
             done: false,
+            held: false,
+            base_rate: rate,
             next_seq: 0,
         }
+    }
+
+    /// Sends at `rate` from now on, or at the flow's own rate again with None.
+    pub fn pace(&mut self, rate: Option<Rate>) {
+        self.rate = rate.unwrap_or(self.base_rate);
     }
 
     fn gap(&mut self) -> Time {
@@ -76,6 +87,10 @@ impl UdpSource {
         }
         if now >= self.stop || self.remaining == 0 {
             self.done = true;
+            return;
+        }
+        if self.held {
+            out.timers.push((now + self.gap(), 0));
             return;
         }
         let payload =

@@ -1,0 +1,584 @@
+//! The seam between the engine and the control plane: events the engine reports to
+//! controllers, and commands controllers send back, applied after the control channel's
+//! latency.
+//!
+//! The engine runs until something needs a controller's attention (a timer of an app, a
+//! packet-in, a flow opening or finishing, an entry expiring), finishes every event at
+//! that same instant, and stops with a batch of [`ControlEvent`]s. Commands issued in
+//! reply take effect `latency` later, in issue order.
+
+use crate::flowtable::{FlowAction, FlowMatch, Group, RemovalReason};
+use crate::units::{Rate, Time};
+
+/// Something a controller is told about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlEvent {
+    /// A control timer fired.
+    Tick { timer: u32 },
+    /// A switch sent a packet to the controller; it waits in `buffer`.
+    PacketIn {
+        switch: u32,
+        in_port: u16,
+        buffer: u32,
+        flow: u32,
+        src: u32,
+        dst: u32,
+        size: u32,
+        table_miss: bool,
+    },
+    /// A flow opened at its source (flows whose size the application announces).
+    FlowArrival { flow: u32 },
+    /// A flow's last byte reached its receiver.
+    FlowFinished { flow: u32 },
+    /// A flow entry left a switch's table.
+    EntryRemoved {
+        switch: u32,
+        entry: u32,
+        reason: RemovalReason,
+        packets: u64,
+        bytes: u64,
+    },
+}
+
+/// A change a controller asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    AddEntry {
+        switch: u32,
+        entry: u32,
+        priority: u16,
+        matcher: FlowMatch,
+        action: FlowAction,
+        idle_timeout: Option<Time>,
+        hard_timeout: Option<Time>,
+    },
+    DeleteEntry {
+        switch: u32,
+        entry: u32,
+    },
+    SetGroup {
+        switch: u32,
+        group: u32,
+        group_def: Group,
+    },
+    SetMeter {
+        switch: u32,
+        meter: u32,
+        rate: Rate,
+        burst: u64,
+    },
+    /// Release a packet-in's buffer: out of `port`, or back through the table if None.
+    PacketOut {
+        buffer: u32,
+        port: Option<u16>,
+    },
+    DropBuffer {
+        buffer: u32,
+    },
+    /// Stop a flow's sender from sending new data (already sent data still flows).
+    Hold {
+        flow: u32,
+    },
+    Release {
+        flow: u32,
+    },
+    /// Space a flow's packets at most `rate` apart; None removes the pacing.
+    Pace {
+        flow: u32,
+        rate: Option<Rate>,
+    },
+    SetLink {
+        link: u32,
+        up: bool,
+    },
+}
+
+use crate::engine::{Buffered, ControlTimer, Engine};
+use crate::event::EventKind;
+use crate::flowtable::{FlowEntry, Forward, Meter, Miss};
+use crate::packet::PacketId;
+use crate::topology::NodeKind;
+
+impl Engine {
+    /// Starts (or stops) recording control events. Without a control plane attached the
+    /// engine records none, so plain runs pay nothing for the seam.
+    pub fn attach_control(&mut self, attached: bool) {
+        self.control_attached = attached;
+    }
+
+    /// Runs until control events are waiting (after finishing every event at that
+    /// instant), or the clock reaches `limit`, or, with `until_flows_finish`, the last
+    /// flow finishes. Returns true if it stopped for control events.
+    pub fn run_until_control(&mut self, limit: Time, until_flows_finish: bool) -> bool {
+        let mut horizon = limit;
+        while let Some(ev) = self.events.pop_until(horizon) {
+            self.handle_event(ev);
+            if !self.control_events.is_empty() {
+                horizon = horizon.min(self.now());
+            } else if until_flows_finish && self.unfinished_flows() == 0 {
+                return false;
+            }
+        }
+        if self.control_events.is_empty() {
+            if !(until_flows_finish && self.unfinished_flows() == 0) {
+                self.advance_clock(limit);
+            }
+            false
+        } else {
+            true
+        }
+    }
+
+    /// The waiting control events, oldest first, with the times they happened.
+    pub fn take_control_events(&mut self) -> Vec<(Time, ControlEvent)> {
+        std::mem::take(&mut self.control_events)
+    }
+
+    /// A control timer firing first at `first`, then every `period` if given.
+    pub fn add_control_timer(&mut self, first: Time, period: Option<Time>) -> Result<u32, String> {
+        if first < self.now() {
+            return Err(format!(
+                "a timer cannot fire in the past ({first} ps < now {} ps)",
+                self.now()
+            ));
+        }
+        if period == Some(0) {
+            return Err("a timer's period must be greater than zero".into());
+        }
+        let id = self.control_timers.len() as u32;
+        self.control_timers.push(ControlTimer {
+            period,
+            active: true,
+        });
+        self.events
+            .push(first, EventKind::ControlTick { timer: id });
+        Ok(id)
+    }
+
+    pub fn cancel_control_timer(&mut self, timer: u32) -> Result<(), String> {
+        let t = self
+            .control_timers
+            .get_mut(timer as usize)
+            .ok_or_else(|| format!("no control timer {timer}"))?;
+        t.active = false;
+        Ok(())
+    }
+
+    pub(crate) fn on_control_tick(&mut self, timer: u32) {
+        let t = self.control_timers[timer as usize];
+        if !t.active {
+            return;
+        }
+        if self.control_attached {
+            self.control_events
+                .push((self.now(), ControlEvent::Tick { timer }));
+        }
+        match t.period {
+            Some(period) => self
+                .events
+                .push(self.now() + period, EventKind::ControlTick { timer }),
+            None => self.control_timers[timer as usize].active = false,
+        }
+    }
+
+    /// What switch `switch` does with packets no entry matches.
+    pub fn set_miss(&mut self, switch: u32, miss: Miss) -> Result<(), String> {
+        self.check_switch(switch)?;
+        self.nodes[switch as usize].miss = miss;
+        Ok(())
+    }
+
+    fn check_switch(&self, switch: u32) -> Result<(), String> {
+        match self.nodes.get(switch as usize) {
+            None => Err(format!(
+                "switch {switch} does not exist; nodes are numbered 0..{}",
+                self.nodes.len() - 1
+            )),
+            Some(n) if n.kind != NodeKind::Switch => Err(format!(
+                "node {switch} ('{}') is a host, not a switch",
+                self.topology().nodes[switch as usize].name
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn check_port(&self, switch: u32, port: u16) -> Result<(), String> {
+        let n = self.nodes[switch as usize].num_ports;
+        if port >= n {
+            return Err(format!(
+                "port {port} does not exist on switch '{}' (it has ports 0..{})",
+                self.topology().nodes[switch as usize].name,
+                n - 1
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_flow(&self, flow: u32) -> Result<(), String> {
+        if flow as usize >= self.flows.len() {
+            return Err(format!(
+                "flow {flow} does not exist; there are {} flows",
+                self.flows.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Installs an entry on `switch` after `delay`; returns its id (valid at once, for
+    /// deleting it later).
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_entry(
+        &mut self,
+        delay: Time,
+        switch: u32,
+        priority: u16,
+        matcher: FlowMatch,
+        action: FlowAction,
+        idle_timeout: Option<Time>,
+        hard_timeout: Option<Time>,
+    ) -> Result<u32, String> {
+        let entry = self.next_entry_id;
+        let cmd = Command::AddEntry {
+            switch,
+            entry,
+            priority,
+            matcher,
+            action,
+            idle_timeout,
+            hard_timeout,
+        };
+        self.issue(delay, cmd)?;
+        self.next_entry_id += 1;
+        Ok(entry)
+    }
+
+    /// Checks a command against the network now, so a bad one fails when issued, with
+    /// a message naming the switch, port or flow.
+    pub fn validate(&self, cmd: &Command) -> Result<(), String> {
+        match cmd {
+            Command::AddEntry {
+                switch,
+                action,
+                idle_timeout,
+                hard_timeout,
+                ..
+            } => {
+                self.check_switch(*switch)?;
+                if let Forward::Output(p) = action.forward {
+                    self.check_port(*switch, p)?;
+                }
+                if *idle_timeout == Some(0) || *hard_timeout == Some(0) {
+                    return Err(
+                        "a timeout must be greater than zero (leave it out for none)".into(),
+                    );
+                }
+                Ok(())
+            }
+            Command::DeleteEntry { switch, .. } => self.check_switch(*switch),
+            Command::SetGroup {
+                switch, group_def, ..
+            } => {
+                self.check_switch(*switch)?;
+                let (ports, weights) = match group_def {
+                    Group::Select { ports, weights } => (ports, Some(weights)),
+                    Group::FastFailover { ports } => (ports, None),
+                };
+                if ports.is_empty() {
+                    return Err("a group needs at least one port".into());
+                }
+                for &p in ports {
+                    self.check_port(*switch, p)?;
+                }
+                if let Some(w) = weights {
+                    if w.len() != ports.len() || w.iter().all(|&x| x == 0) {
+                        return Err("a select group needs one weight per port, not all zero".into());
+                    }
+                }
+                Ok(())
+            }
+            Command::SetMeter { switch, rate, .. } => {
+                self.check_switch(*switch)?;
+                if *rate == 0 {
+                    return Err("a meter's rate must be greater than zero".into());
+                }
+                Ok(())
+            }
+            Command::PacketOut { buffer, port } => {
+                let b = self.buffer(*buffer)?;
+                if let Some(p) = port {
+                    self.check_port(b.node, *p)?;
+                }
+                Ok(())
+            }
+            Command::DropBuffer { buffer } => self.buffer(*buffer).map(|_| ()),
+            Command::Hold { flow } | Command::Release { flow } => self.check_flow(*flow),
+            Command::Pace { flow, rate } => {
+                self.check_flow(*flow)?;
+                if *rate == Some(0) {
+                    return Err("a pacing rate must be greater than zero".into());
+                }
+                Ok(())
+            }
+            Command::SetLink { link, .. } => {
+                if *link as usize >= self.link_ports.len() {
+                    return Err(format!(
+                        "link {link} does not exist; the topology has {} links",
+                        self.link_ports.len()
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn buffer(&self, buffer: u32) -> Result<Buffered, String> {
+        match self.buffers.get(buffer as usize).copied().flatten() {
+            Some(b) if !b.claimed => Ok(b),
+            Some(_) => Err(format!(
+                "packet-in buffer {buffer} was already released or dropped"
+            )),
+            None => Err(format!("no packet-in buffer {buffer}")),
+        }
+    }
+
+    /// Issues a command that takes effect after `delay` (0: at once).
+    pub fn issue(&mut self, delay: Time, cmd: Command) -> Result<(), String> {
+        self.validate(&cmd)?;
+        if let Command::PacketOut { buffer, .. } | Command::DropBuffer { buffer } = cmd {
+            if let Some(Some(b)) = self.buffers.get_mut(buffer as usize) {
+                b.claimed = true;
+            }
+        }
+        if delay == 0 {
+            self.apply(cmd);
+            return Ok(());
+        }
+        let slot = match self.free_commands.pop() {
+            Some(slot) => {
+                self.pending_commands[slot as usize] = Some(cmd);
+                slot
+            }
+            None => {
+                self.pending_commands.push(Some(cmd));
+                (self.pending_commands.len() - 1) as u32
+            }
+        };
+        self.events
+            .push(self.now() + delay, EventKind::Command { slot });
+        Ok(())
+    }
+
+    pub(crate) fn on_command_due(&mut self, slot: u32) {
+        let cmd = self.pending_commands[slot as usize]
+            .take()
+            .expect("a pending command");
+        self.free_commands.push(slot);
+        self.apply(cmd);
+    }
+
+    fn apply(&mut self, cmd: Command) {
+        let now = self.now();
+        match cmd {
+            Command::AddEntry {
+                switch,
+                entry,
+                priority,
+                matcher,
+                action,
+                idle_timeout,
+                hard_timeout,
+            } => {
+                let e = FlowEntry {
+                    id: entry,
+                    priority,
+                    matcher,
+                    action,
+                    idle_timeout,
+                    hard_timeout,
+                    installed: now,
+                    last_used: now,
+                    packets: 0,
+                    bytes: 0,
+                };
+                if let Some(at) = e.expiry() {
+                    self.events.push(
+                        at,
+                        EventKind::EntryTimeout {
+                            node: switch,
+                            entry,
+                        },
+                    );
+                }
+                self.nodes[switch as usize].table.add(e);
+            }
+            Command::DeleteEntry { switch, entry } => {
+                if let Some(e) = self.nodes[switch as usize].table.remove(entry) {
+                    self.report_removal(switch, &e, RemovalReason::Deleted);
+                }
+            }
+            Command::SetGroup {
+                switch,
+                group,
+                group_def,
+            } => {
+                let groups = &mut self.nodes[switch as usize].groups;
+                if groups.len() <= group as usize {
+                    groups.resize(group as usize + 1, None);
+                }
+                groups[group as usize] = Some(group_def);
+            }
+            Command::SetMeter {
+                switch,
+                meter,
+                rate,
+                burst,
+            } => {
+                let meters = &mut self.nodes[switch as usize].meters;
+                if meters.len() <= meter as usize {
+                    meters.resize(meter as usize + 1, None);
+                }
+                meters[meter as usize] = Some(Meter::new(rate, burst));
+            }
+            Command::PacketOut { buffer, port } => {
+                let Some(b) = self.buffers[buffer as usize].take() else {
+                    return;
+                };
+                self.free_buffers.push(buffer);
+                match port {
+                    Some(p) => {
+                        let port = self.nodes[b.node as usize].first_port + p as u32;
+                        self.enqueue(port, b.pkt);
+                    }
+                    None => self.forward(b.node, b.in_port, b.pkt),
+                }
+            }
+            Command::DropBuffer { buffer } => {
+                let Some(b) = self.buffers[buffer as usize].take() else {
+                    return;
+                };
+                self.free_buffers.push(buffer);
+                self.nodes[b.node as usize].rule_drops += 1;
+                self.drop_packet(b.pkt);
+            }
+            Command::Hold { flow } => {
+                self.with_flow(flow, |f, id, now, out| f.set_held(true, id, now, out))
+            }
+            Command::Release { flow } => {
+                self.with_flow(flow, |f, id, now, out| f.set_held(false, id, now, out))
+            }
+            Command::Pace { flow, rate } => {
+                self.with_flow(flow, |f, id, now, out| f.set_pace(rate, id, now, out))
+            }
+            Command::SetLink { link, up } => {
+                self.set_link_up(link as usize, up).expect("validated");
+            }
+        }
+    }
+
+    fn report_removal(&mut self, switch: u32, e: &FlowEntry, reason: RemovalReason) {
+        if self.control_attached {
+            let event = ControlEvent::EntryRemoved {
+                switch,
+                entry: e.id,
+                reason,
+                packets: e.packets,
+                bytes: e.bytes,
+            };
+            self.control_events.push((self.now(), event));
+        }
+    }
+
+    pub(crate) fn on_entry_timeout(&mut self, switch: u32, entry: u32) {
+        let now = self.now();
+        let Some(e) = self.nodes[switch as usize].table.get(entry) else {
+            return;
+        };
+        let Some(expiry) = e.expiry() else { return };
+        if expiry > now {
+            // Used since this check was scheduled: look again when it would next expire.
+            self.events.push(
+                expiry,
+                EventKind::EntryTimeout {
+                    node: switch,
+                    entry,
+                },
+            );
+            return;
+        }
+        let hard = e.hard_timeout.is_some_and(|t| e.installed + t <= now);
+        let e = self.nodes[switch as usize]
+            .table
+            .remove(entry)
+            .expect("just found");
+        let reason = if hard {
+            RemovalReason::HardTimeout
+        } else {
+            RemovalReason::IdleTimeout
+        };
+        self.report_removal(switch, &e, reason);
+    }
+
+    /// Holds `pkt` at `switch` and tells the controller; without a controller attached
+    /// there is nobody to ask, and the packet is dropped.
+    pub(crate) fn packet_in(&mut self, switch: u32, in_port: u16, pkt: PacketId, table_miss: bool) {
+        if !self.control_attached {
+            self.nodes[switch as usize].rule_drops += 1;
+            self.drop_packet(pkt);
+            return;
+        }
+        let held = Buffered {
+            pkt,
+            node: switch,
+            in_port,
+            claimed: false,
+        };
+        let buffer = match self.free_buffers.pop() {
+            Some(b) => {
+                self.buffers[b as usize] = Some(held);
+                b
+            }
+            None => {
+                self.buffers.push(Some(held));
+                (self.buffers.len() - 1) as u32
+            }
+        };
+        let p = self.arena.get(pkt);
+        let event = ControlEvent::PacketIn {
+            switch,
+            in_port,
+            buffer,
+            flow: p.flow,
+            src: p.src,
+            dst: p.dst,
+            size: p.size,
+            table_miss,
+        };
+        self.control_events.push((self.now(), event));
+    }
+
+    /// Every entry of every switch: (switch, entry) pairs, for statistics.
+    pub fn entries(&self) -> impl Iterator<Item = (u32, &FlowEntry)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, n)| n.table.entries().iter().map(move |e| (i as u32, e)))
+    }
+
+    /// Packets waiting in packet-in buffers.
+    pub fn buffered_packets(&self) -> usize {
+        self.buffers.iter().flatten().count()
+    }
+}
+
+impl Miss {
+    pub fn parse(name: &str) -> Result<Miss, String> {
+        match name {
+            "route" => Ok(Miss::Route),
+            "controller" => Ok(Miss::Controller),
+            "drop" => Ok(Miss::Drop),
+            other => Err(format!(
+                "table-miss policy must be route, controller or drop, got '{other}'"
+            )),
+        }
+    }
+}

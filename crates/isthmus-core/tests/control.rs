@@ -1,0 +1,522 @@
+//! The control seam: packet-ins, entry timeouts, groups, meters, host actions, command
+//! latency, and loss-free flow migration.
+
+use isthmus_core::control::{Command, ControlEvent};
+use isthmus_core::flowtable::{FlowAction, FlowMatch, Forward, Group, Miss, RemovalReason};
+use isthmus_core::topology::builders::leaf_spine;
+use isthmus_core::units::{MS, SEC, US};
+use isthmus_core::{Arrivals, Engine, EngineConfig, LinkSpec, TcpConfig, UdpFlowSpec};
+
+const G: u64 = 1_000_000_000;
+
+/// 2 spines, 2 leaves, 2 hosts per leaf. leaf ports: 0-1 hosts, 2-3 spines; spine ports:
+/// 0 leaf0, 1 leaf1. Hosts 0, 1 on leaf0; 2, 3 on leaf1.
+fn fabric() -> Engine {
+    let link = LinkSpec {
+        rate: 10 * G,
+        delay: US,
+    };
+    Engine::new(
+        leaf_spine(2, 2, 2, link, link).unwrap(),
+        EngineConfig::default(),
+        1,
+    )
+}
+
+fn node(e: &Engine, name: &str) -> u32 {
+    e.topology().node_index(name).unwrap()
+}
+
+fn udp(rate: u64, size: u64) -> UdpFlowSpec {
+    UdpFlowSpec {
+        rate,
+        packet_size: 1500,
+        arrivals: Arrivals::Constant,
+        size,
+        start: 0,
+        stop: SEC,
+    }
+}
+
+fn out(port: u16) -> FlowAction {
+    FlowAction::forward(Forward::Output(port))
+}
+
+fn of_flow(flow: u32, src: u32) -> FlowMatch {
+    FlowMatch {
+        flow: Some(flow),
+        src: Some(src),
+        ..Default::default()
+    }
+}
+
+/// Runs the control loop to `limit`, answering events with `react`.
+fn control_loop(e: &mut Engine, limit: u64, mut react: impl FnMut(&mut Engine, u64, ControlEvent)) {
+    e.attach_control(true);
+    while e.run_until_control(limit, false) {
+        for (time, event) in e.take_control_events() {
+            react(e, time, event);
+        }
+    }
+}
+
+#[test]
+fn a_new_flow_raises_one_packet_in_per_switch_and_entries_carry_the_rest() {
+    let mut e = fabric();
+    for name in ["leaf0", "leaf1", "spine0", "spine1"] {
+        let n = node(&e, name);
+        e.set_miss(n, Miss::Controller).unwrap();
+    }
+    e.add_udp_flow(0, 2, udp(G, 100 * 1472)).unwrap();
+    let mut packet_ins = Vec::new();
+    control_loop(&mut e, 10 * MS, |e, _, event| {
+        if let ControlEvent::PacketIn {
+            switch,
+            buffer,
+            flow,
+            src,
+            ..
+        } = event
+        {
+            packet_ins.push(switch);
+            e.add_entry(
+                0,
+                switch,
+                10,
+                of_flow(flow, src),
+                FlowAction::forward(Forward::Default),
+                None,
+                None,
+            )
+            .unwrap();
+            e.issue(0, Command::PacketOut { buffer, port: None })
+                .unwrap();
+        }
+    });
+    packet_ins.sort();
+    assert_eq!(
+        packet_ins.len(),
+        3,
+        "leaf0, one spine and leaf1 each ask once: {packet_ins:?}"
+    );
+    let r = e.flows().next().unwrap();
+    assert_eq!(r.packets_delivered, 100);
+    assert_eq!(e.buffered_packets(), 0);
+}
+
+#[test]
+fn idle_and_hard_timeouts_remove_entries_and_say_why() {
+    let mut e = fabric();
+    let leaf0 = node(&e, "leaf0");
+    let idle = e
+        .add_entry(
+            0,
+            leaf0,
+            5,
+            FlowMatch {
+                dst: Some(2),
+                ..Default::default()
+            },
+            out(2),
+            Some(MS),
+            None,
+        )
+        .unwrap();
+    let hard = e
+        .add_entry(
+            0,
+            leaf0,
+            5,
+            FlowMatch {
+                dst: Some(3),
+                ..Default::default()
+            },
+            out(3),
+            None,
+            Some(2 * MS),
+        )
+        .unwrap();
+    // Traffic to host 2 for ~1.2 ms, to host 3 for the whole run.
+    e.add_udp_flow(0, 2, udp(G, 100 * 1472)).unwrap();
+    e.add_udp_flow(
+        1,
+        3,
+        UdpFlowSpec {
+            stop: 5 * MS,
+            ..udp(G, 0)
+        },
+    )
+    .unwrap();
+    let mut removed = Vec::new();
+    control_loop(&mut e, 6 * MS, |_, time, event| {
+        if let ControlEvent::EntryRemoved {
+            entry,
+            reason,
+            packets,
+            ..
+        } = event
+        {
+            removed.push((entry, reason, time, packets));
+        }
+    });
+    assert_eq!(removed.len(), 2, "{removed:?}");
+    let (_, reason, at, packets) = removed.iter().find(|r| r.0 == idle).copied().unwrap();
+    assert_eq!((reason, packets), (RemovalReason::IdleTimeout, 100));
+    // The last of 100 packets at 1 Gb/s passes leaf0 at about 1.19 ms; idle 1 ms later.
+    assert!(at > 2 * MS && at < 2 * MS + 300 * US, "idle expiry at {at}");
+    let (_, reason, at, _) = removed.iter().find(|r| r.0 == hard).copied().unwrap();
+    assert_eq!((reason, at), (RemovalReason::HardTimeout, 2 * MS));
+}
+
+#[test]
+fn select_groups_spread_flows_by_weight() {
+    let mut e = fabric();
+    let leaf0 = node(&e, "leaf0");
+    let group = Group::Select {
+        ports: vec![2, 3],
+        weights: vec![3, 1],
+    };
+    e.issue(
+        0,
+        Command::SetGroup {
+            switch: leaf0,
+            group: 0,
+            group_def: group,
+        },
+    )
+    .unwrap();
+    let to_leaf1 = FlowMatch {
+        dst: Some(2),
+        ..Default::default()
+    };
+    e.add_entry(
+        0,
+        leaf0,
+        5,
+        to_leaf1,
+        FlowAction::forward(Forward::Group(0)),
+        None,
+        None,
+    )
+    .unwrap();
+    for i in 0..4000 {
+        e.add_udp_flow(
+            0,
+            2,
+            UdpFlowSpec {
+                start: i * 2 * US,
+                ..udp(G, 1472)
+            },
+        )
+        .unwrap();
+    }
+    assert!(e.run_until_flows_finish(SEC));
+    let sent: Vec<u64> = e
+        .ports
+        .iter()
+        .filter(|p| p.node == leaf0 && p.local >= 2)
+        .map(|p| p.counters.tx_packets)
+        .collect();
+    let share = sent[0] as f64 / 4000.0;
+    // Binomial(4000, 0.75): standard deviation 0.0068.
+    assert!((share - 0.75).abs() < 0.03, "{sent:?}");
+}
+
+#[test]
+fn fast_failover_takes_the_first_live_port() {
+    let mut e = fabric();
+    let leaf0 = node(&e, "leaf0");
+    let group = Group::FastFailover { ports: vec![2, 3] };
+    e.issue(
+        0,
+        Command::SetGroup {
+            switch: leaf0,
+            group: 0,
+            group_def: group,
+        },
+    )
+    .unwrap();
+    e.add_entry(
+        0,
+        leaf0,
+        5,
+        FlowMatch {
+            dst: Some(2),
+            ..Default::default()
+        },
+        FlowAction::forward(Forward::Group(0)),
+        None,
+        None,
+    )
+    .unwrap();
+    // Link order: 4 host links, then leaf0-spine0 (4), leaf0-spine1 (5), ...
+    e.set_link_up(4, false).unwrap();
+    e.add_udp_flow(0, 2, udp(G, 10 * 1472)).unwrap();
+    assert!(e.run_until_flows_finish(SEC));
+    assert_eq!(e.flows().next().unwrap().packets_delivered, 10);
+    let spine1_port = e
+        .ports
+        .iter()
+        .find(|p| p.node == leaf0 && p.local == 3)
+        .unwrap();
+    assert_eq!(spine1_port.counters.tx_packets, 10);
+}
+
+#[test]
+fn a_meter_holds_a_flow_to_its_rate() {
+    let mut e = fabric();
+    let leaf0 = node(&e, "leaf0");
+    e.issue(
+        0,
+        Command::SetMeter {
+            switch: leaf0,
+            meter: 0,
+            rate: G,
+            burst: 15_000,
+        },
+    )
+    .unwrap();
+    let action = FlowAction {
+        forward: Forward::Default,
+        set_priority: None,
+        meter: Some(0),
+    };
+    e.add_entry(
+        0,
+        leaf0,
+        5,
+        FlowMatch {
+            src: Some(0),
+            ..Default::default()
+        },
+        action,
+        None,
+        None,
+    )
+    .unwrap();
+    e.add_udp_flow(
+        0,
+        2,
+        UdpFlowSpec {
+            stop: 10 * MS,
+            ..udp(5 * G, 0)
+        },
+    )
+    .unwrap();
+    e.run_until(12 * MS);
+    let r = e.flows().next().unwrap();
+    let delivered_gbps = (r.bytes_delivered + 28 * r.packets_delivered) as f64 * 8.0 / 0.01 / 1e9;
+    assert!(
+        (delivered_gbps - 1.0).abs() < 0.02,
+        "{delivered_gbps} Gb/s through a 1 Gb/s meter"
+    );
+}
+
+#[test]
+fn hold_release_and_pace_act_on_the_sender() {
+    let mut e = fabric();
+    let held = e
+        .add_tcp_flow(0, 2, 1_000_000, 0, &TcpConfig::default())
+        .unwrap();
+    let paced = e
+        .add_tcp_flow(1, 3, 1_000_000, 0, &TcpConfig::default())
+        .unwrap();
+    e.issue(0, Command::Hold { flow: held }).unwrap();
+    e.issue(
+        0,
+        Command::Pace {
+            flow: paced,
+            rate: Some(G),
+        },
+    )
+    .unwrap();
+    e.run_until(5 * MS);
+    assert_eq!(
+        e.flows().next().unwrap().bytes_delivered,
+        0,
+        "a held flow sent data"
+    );
+    e.issue(0, Command::Release { flow: held }).unwrap();
+    assert!(e.run_until_flows_finish(SEC));
+    let records: Vec<_> = e.flows().cloned().collect();
+    assert!(records[0].first_delivery.unwrap() > 5 * MS);
+    assert!(
+        records[0].finish.unwrap() < 10 * MS,
+        "the released flow did not run"
+    );
+    // 1 MB at 1 Gb/s of 1500 B packets carrying 1460 B: about 8.2 ms.
+    let paced_fct = records[1].finish.unwrap() as f64 / MS as f64;
+    assert!(
+        paced_fct > 8.1 && paced_fct < 8.6,
+        "paced flow took {paced_fct} ms"
+    );
+}
+
+#[test]
+fn commands_take_effect_after_the_control_latency() {
+    let mut e = fabric();
+    let leaf0 = node(&e, "leaf0");
+    e.add_entry(
+        50 * US,
+        leaf0,
+        5,
+        FlowMatch {
+            dst: Some(2),
+            ..Default::default()
+        },
+        FlowAction::forward(Forward::Drop),
+        None,
+        None,
+    )
+    .unwrap();
+    // 1 Gb/s: a packet leaves every 12 us and reaches leaf0 2.2 us later, so four
+    // (at 2.2, 14.2, 26.2 and 38.2 us) pass before the drop rule lands at 50 us.
+    e.add_udp_flow(0, 2, udp(G, 20 * 1472)).unwrap();
+    assert!(e.run_until_flows_finish(SEC));
+    let r = e.flows().next().unwrap();
+    assert_eq!(r.packets_delivered, 4);
+    assert_eq!(r.packets_dropped, 16);
+}
+
+#[test]
+fn bad_commands_name_what_is_wrong() {
+    let mut e = fabric();
+    let leaf0 = node(&e, "leaf0");
+    let err = e
+        .add_entry(0, 99, 1, FlowMatch::default(), out(0), None, None)
+        .unwrap_err();
+    assert!(err.contains("switch 99 does not exist"), "{err}");
+    let h0 = e.topology().hosts[0];
+    let err = e
+        .add_entry(0, h0, 1, FlowMatch::default(), out(0), None, None)
+        .unwrap_err();
+    assert!(err.contains("is a host"), "{err}");
+    let err = e
+        .issue(
+            0,
+            Command::SetGroup {
+                switch: leaf0,
+                group: 0,
+                group_def: Group::Select {
+                    ports: vec![2, 7],
+                    weights: vec![1, 1],
+                },
+            },
+        )
+        .unwrap_err();
+    assert!(
+        err.contains("port 7 does not exist on switch 'leaf0'"),
+        "{err}"
+    );
+    let err = e.issue(0, Command::Hold { flow: 3 }).unwrap_err();
+    assert!(err.contains("flow 3 does not exist"), "{err}");
+    let err = e
+        .issue(
+            0,
+            Command::PacketOut {
+                buffer: 0,
+                port: None,
+            },
+        )
+        .unwrap_err();
+    assert!(err.contains("no packet-in buffer 0"), "{err}");
+}
+
+/// Installs the data path of `flow` from host 0 to host 2 through `spine`.
+fn install_path(
+    e: &mut Engine,
+    delay: u64,
+    flow: u32,
+    spine: u16,
+    priority: u16,
+) -> Vec<(u32, u32)> {
+    let (leaf0, leaf1) = (node(e, "leaf0"), node(e, "leaf1"));
+    let spine_node = node(e, &format!("spine{spine}"));
+    let hops = [(leaf0, 2 + spine), (spine_node, 1), (leaf1, 0)];
+    hops.iter()
+        .map(|&(sw, port)| {
+            (
+                sw,
+                e.add_entry(delay, sw, priority, of_flow(flow, 0), out(port), None, None)
+                    .unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Moves a running DCTCP flow from spine 0 to spine 1 with 100 us of control latency,
+/// make-before-break or break-before-make; returns (drops, retransmissions). DCTCP
+/// keeps queues short, so any drop is the migration's.
+fn migrate(make_before_break: bool) -> (u64, u64) {
+    let latency = 100 * US;
+    let link = LinkSpec {
+        rate: 10 * G,
+        delay: US,
+    };
+    let config = EngineConfig {
+        ecn_threshold: Some(isthmus_core::Limit::Packets(65)),
+        ..Default::default()
+    };
+    let mut e = Engine::new(leaf_spine(2, 2, 2, link, link).unwrap(), config, 1);
+    for name in ["leaf0", "leaf1", "spine0", "spine1"] {
+        let n = node(&e, name);
+        e.set_miss(n, Miss::Drop).unwrap();
+    }
+    let dctcp = TcpConfig {
+        dctcp: Some(isthmus_core::Dctcp::default()),
+        ..Default::default()
+    };
+    let flow = e.add_tcp_flow(0, 2, 20_000_000, 0, &dctcp).unwrap();
+    // ACKs return over spine 0 throughout.
+    let (leaf0, leaf1, spine0) = (node(&e, "leaf0"), node(&e, "leaf1"), node(&e, "spine0"));
+    for (sw, port) in [(leaf1, 2), (spine0, 0), (leaf0, 0)] {
+        e.add_entry(0, sw, 10, of_flow(flow, 2), out(port), None, None)
+            .unwrap();
+    }
+    let old = install_path(&mut e, 0, flow, 0, 10);
+    e.run_until(5 * MS);
+    // Make-before-break: the new path everywhere first; then the old entry at the first
+    // hop, so no new packet takes the old path; then, once the old path has drained, the
+    // rest. Break-before-make removes everything first and installs afterwards.
+    let (install_at, first_removal, rest_removal) = if make_before_break {
+        (latency, 2 * latency, 3 * latency)
+    } else {
+        (2 * latency, latency, latency)
+    };
+    install_path(&mut e, install_at, flow, 1, 5);
+    for (hop, (sw, entry)) in old.into_iter().enumerate() {
+        let at = if hop == 0 {
+            first_removal
+        } else {
+            rest_removal
+        };
+        e.issue(at, Command::DeleteEntry { switch: sw, entry })
+            .unwrap();
+    }
+    assert!(e.run_until_flows_finish(SEC));
+    let r = e.flows().next().unwrap().clone();
+    assert_eq!(r.bytes_delivered, 20_000_000);
+    let spine1 = node(&e, "spine1");
+    assert!(
+        e.ports
+            .iter()
+            .filter(|p| p.node == spine1)
+            .map(|p| p.counters.tx_packets)
+            .sum::<u64>()
+            > 1000
+    );
+    let drops: u64 = e.nodes.iter().map(|n| n.rule_drops).sum::<u64>()
+        + e.ports.iter().map(|p| p.counters.drop_packets).sum::<u64>();
+    (drops, r.retransmissions)
+}
+
+#[test]
+fn make_before_break_migration_loses_nothing_and_break_before_make_does() {
+    let (drops, _) = migrate(true);
+    assert_eq!(drops, 0, "make-before-break lost packets");
+    let (drops, retransmissions) = migrate(false);
+    assert!(
+        drops > 0 && retransmissions > 0,
+        "break-before-make lost nothing: {drops} drops"
+    );
+}
