@@ -89,7 +89,8 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
         "packets_sent": int(flows["packets_sent"].sum()),
         "packets_delivered": int(flows["packets_delivered"].sum()),
         "packets_dropped": int(ports["drop_packets"].sum()),
-        "packets_unroutable": int(sim.unroutable().sum()),
+        "packets_unroutable": int(sim.node_drops()["unroutable"].sum()),
+        "packets_dropped_by_rules": int(sim.node_drops()["rule_drops"].sum()),
         "ecn_marks": int(ports["ecn_marks"].sum()),
         "max_switch_queue_packets": int(ports["max_queue_packets"][is_switch].max(initial=0)),
         "mean_queue_wait_us": float(ports["wait_ps"].sum() / tx_packets / 1e6)

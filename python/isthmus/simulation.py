@@ -140,10 +140,11 @@ class Simulation:
         return self._engine.base_rtt(src, dst, data_bytes, ack_bytes)
 
     def add_flow_entry(self, switch: int | str, priority: int, **match_and_action) -> int:
-        """Installs a flow-table entry on `switch` (node index or name). Match fields:
-        in_port, src, dst, proto, src_port, dst_port; one action: output=<port>,
-        select=[ports], drop=True, or none to fall through to default routing."""
-        return self._engine.add_flow_entry(self.node_index(switch), priority, **match_and_action)
+        """Installs a flow-table entry on `switch` (node index or name) at once; returns
+        its id. Match fields: in_port, src, dst, proto, src_port, dst_port, flow; one
+        action: output=<port>, group=<id>, drop=True, controller=True, or none to fall
+        through to default routing. Control programs use `isthmus.control` instead."""
+        return self._engine.add_entry(0, self.node_index(switch), priority, **match_and_action)
 
     def node_index(self, node: int | str) -> int:
         if isinstance(node, int):
@@ -223,6 +224,7 @@ class Simulation:
         and per-port columns shaped (samples, ports)."""
         return self._engine.samples()
 
-    def unroutable(self) -> np.ndarray:
-        """Packets each node dropped for want of a route."""
-        return self._engine.node_unroutable()
+    def node_drops(self) -> dict[str, np.ndarray]:
+        """Packets each node dropped: `unroutable` (no route) and `rule_drops` (a drop
+        rule, a drop-on-miss, a meter, or a packet-in nobody took)."""
+        return self._engine.node_drops()

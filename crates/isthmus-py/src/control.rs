@@ -36,19 +36,68 @@ struct EventColumns {
 
 impl EventColumns {
     fn push(&mut self, time: u64, event: ControlEvent) {
-        let mut row = Row { time, ..Row::default() };
+        let mut row = Row {
+            time,
+            ..Row::default()
+        };
         match event {
             ControlEvent::Tick { timer } => {
                 row.kind = TICK;
                 row.timer = timer;
             }
-            ControlEvent::PacketIn { switch, in_port, buffer, flow, src, dst, size, table_miss } => {
-                row = Row { kind: PACKET_IN, switch, in_port, buffer, flow, src, dst, size, table_miss, ..row };
+            ControlEvent::PacketIn {
+                switch,
+                in_port,
+                buffer,
+                flow,
+                src,
+                dst,
+                size,
+                table_miss,
+            } => {
+                row = Row {
+                    kind: PACKET_IN,
+                    switch,
+                    in_port,
+                    buffer,
+                    flow,
+                    src,
+                    dst,
+                    size,
+                    table_miss,
+                    ..row
+                };
             }
-            ControlEvent::FlowArrival { flow } => row = Row { kind: FLOW_ARRIVAL, flow, ..row },
-            ControlEvent::FlowFinished { flow } => row = Row { kind: FLOW_FINISHED, flow, ..row },
-            ControlEvent::EntryRemoved { switch, entry, reason, packets, bytes } => {
-                row = Row { kind: ENTRY_REMOVED, switch, entry, reason: reason as u8, packets, bytes, ..row };
+            ControlEvent::FlowArrival { flow } => {
+                row = Row {
+                    kind: FLOW_ARRIVAL,
+                    flow,
+                    ..row
+                }
+            }
+            ControlEvent::FlowFinished { flow } => {
+                row = Row {
+                    kind: FLOW_FINISHED,
+                    flow,
+                    ..row
+                }
+            }
+            ControlEvent::EntryRemoved {
+                switch,
+                entry,
+                reason,
+                packets,
+                bytes,
+            } => {
+                row = Row {
+                    kind: ENTRY_REMOVED,
+                    switch,
+                    entry,
+                    reason: reason as u8,
+                    packets,
+                    bytes,
+                    ..row
+                };
             }
         }
         self.kind.push(row.kind);
@@ -88,14 +137,21 @@ struct Row {
     bytes: u64,
 }
 
-fn forward_of(output: Option<u16>, group: Option<u32>, drop: bool, controller: bool) -> PyResult<Forward> {
+fn forward_of(
+    output: Option<u16>,
+    group: Option<u32>,
+    drop: bool,
+    controller: bool,
+) -> PyResult<Forward> {
     match (output, group, drop, controller) {
         (Some(p), None, false, false) => Ok(Forward::Output(p)),
         (None, Some(g), false, false) => Ok(Forward::Group(g)),
         (None, None, true, false) => Ok(Forward::Drop),
         (None, None, false, true) => Ok(Forward::Controller),
         (None, None, false, false) => Ok(Forward::Default),
-        _ => Err(value_error("give at most one action: output, group, drop or controller")),
+        _ => Err(value_error(
+            "give at most one action: output, group, drop or controller",
+        )),
     }
 }
 
@@ -144,7 +200,9 @@ impl Engine {
 
     #[pyo3(signature = (first, period=None))]
     fn add_control_timer(&mut self, first: u64, period: Option<u64>) -> PyResult<u32> {
-        self.inner.add_control_timer(first, period).map_err(value_error)
+        self.inner
+            .add_control_timer(first, period)
+            .map_err(value_error)
     }
 
     fn cancel_control_timer(&mut self, timer: u32) -> PyResult<()> {
@@ -183,10 +241,30 @@ impl Engine {
         idle_timeout: Option<u64>,
         hard_timeout: Option<u64>,
     ) -> PyResult<u32> {
-        let matcher = FlowMatch { in_port, src, dst, proto, src_port, dst_port, flow };
-        let action = FlowAction { forward: forward_of(output, group, drop, controller)?, set_priority, meter };
+        let matcher = FlowMatch {
+            in_port,
+            src,
+            dst,
+            proto,
+            src_port,
+            dst_port,
+            flow,
+        };
+        let action = FlowAction {
+            forward: forward_of(output, group, drop, controller)?,
+            set_priority,
+            meter,
+        };
         self.inner
-            .add_entry(delay, switch, priority, matcher, action, idle_timeout, hard_timeout)
+            .add_entry(
+                delay,
+                switch,
+                priority,
+                matcher,
+                action,
+                idle_timeout,
+                hard_timeout,
+            )
             .map_err(value_error)
     }
 
@@ -194,16 +272,58 @@ impl Engine {
         self.issue(delay, Command::DeleteEntry { switch, entry })
     }
 
-    fn set_select_group(&mut self, delay: u64, switch: u32, group: u32, ports: Vec<u16>, weights: Vec<u32>) -> PyResult<()> {
-        self.issue(delay, Command::SetGroup { switch, group, group_def: Group::Select { ports, weights } })
+    fn set_select_group(
+        &mut self,
+        delay: u64,
+        switch: u32,
+        group: u32,
+        ports: Vec<u16>,
+        weights: Vec<u32>,
+    ) -> PyResult<()> {
+        self.issue(
+            delay,
+            Command::SetGroup {
+                switch,
+                group,
+                group_def: Group::Select { ports, weights },
+            },
+        )
     }
 
-    fn set_failover_group(&mut self, delay: u64, switch: u32, group: u32, ports: Vec<u16>) -> PyResult<()> {
-        self.issue(delay, Command::SetGroup { switch, group, group_def: Group::FastFailover { ports } })
+    fn set_failover_group(
+        &mut self,
+        delay: u64,
+        switch: u32,
+        group: u32,
+        ports: Vec<u16>,
+    ) -> PyResult<()> {
+        self.issue(
+            delay,
+            Command::SetGroup {
+                switch,
+                group,
+                group_def: Group::FastFailover { ports },
+            },
+        )
     }
 
-    fn set_meter(&mut self, delay: u64, switch: u32, meter: u32, rate: u64, burst: u64) -> PyResult<()> {
-        self.issue(delay, Command::SetMeter { switch, meter, rate, burst })
+    fn set_meter(
+        &mut self,
+        delay: u64,
+        switch: u32,
+        meter: u32,
+        rate: u64,
+        burst: u64,
+    ) -> PyResult<()> {
+        self.issue(
+            delay,
+            Command::SetMeter {
+                switch,
+                meter,
+                rate,
+                burst,
+            },
+        )
     }
 
     #[pyo3(signature = (delay, buffer, port=None))]

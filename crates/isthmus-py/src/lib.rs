@@ -638,8 +638,14 @@ impl Engine {
         dict_of(
             py,
             vec![
-                ("unroutable", column(py, n.iter().map(|x| x.unroutable).collect::<Vec<_>>())),
-                ("rule_drops", column(py, n.iter().map(|x| x.rule_drops).collect::<Vec<_>>())),
+                (
+                    "unroutable",
+                    column(py, n.iter().map(|x| x.unroutable).collect::<Vec<_>>()),
+                ),
+                (
+                    "rule_drops",
+                    column(py, n.iter().map(|x| x.rule_drops).collect::<Vec<_>>()),
+                ),
             ],
         )
     }

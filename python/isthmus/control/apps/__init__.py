@@ -1,0 +1,1 @@
+"""Baseline control programs, one module each."""

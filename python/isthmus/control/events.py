@@ -1,0 +1,100 @@
+"""Control events as handlers receive them: one small named tuple per event (the
+engine hands the batch over as NumPy columns; these are built only for dispatch)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+TICK, PACKET_IN, FLOW_ARRIVAL, FLOW_FINISHED, ENTRY_REMOVED = range(5)
+REMOVAL_REASONS = ("idle_timeout", "hard_timeout", "deleted")
+
+
+class Tick(NamedTuple):
+    time: int
+    timer: int
+
+
+class PacketIn(NamedTuple):
+    """A packet a switch sent up. `buffer` holds it until a packet-out or a drop."""
+
+    time: int
+    switch: int
+    in_port: int
+    buffer: int
+    flow: int
+    src: int
+    dst: int
+    size: int
+    table_miss: bool
+
+
+class FlowArrival(NamedTuple):
+    time: int
+    flow: int
+    src: int
+    dst: int
+    size: int
+
+
+class FlowFinished(NamedTuple):
+    time: int
+    flow: int
+
+
+class EntryRemoved(NamedTuple):
+    time: int
+    switch: int
+    entry: int
+    reason: str
+    packets: int
+    bytes: int
+
+
+Event = Tick | PacketIn | FlowArrival | FlowFinished | EntryRemoved
+
+
+def decode(columns: dict[str, np.ndarray], flows: dict[str, np.ndarray]) -> list[Event]:
+    """The batch's events in the order they happened."""
+    events: list[Event] = []
+    c = {name: col.tolist() for name, col in columns.items()}
+    for i, kind in enumerate(c["kind"]):
+        time = c["time_ps"][i]
+        if kind == TICK:
+            events.append(Tick(time, c["timer"][i]))
+        elif kind == PACKET_IN:
+            events.append(
+                PacketIn(
+                    time,
+                    c["switch"][i],
+                    c["in_port"][i],
+                    c["buffer"][i],
+                    c["flow"][i],
+                    c["src"][i],
+                    c["dst"][i],
+                    c["size"][i],
+                    bool(c["table_miss"][i]),
+                )
+            )
+        elif kind == FLOW_ARRIVAL:
+            f = c["flow"][i]
+            events.append(
+                FlowArrival(
+                    time, f, int(flows["src"][f]), int(flows["dst"][f]), int(flows["size_bytes"][f])
+                )
+            )
+        elif kind == FLOW_FINISHED:
+            events.append(FlowFinished(time, c["flow"][i]))
+        elif kind == ENTRY_REMOVED:
+            events.append(
+                EntryRemoved(
+                    time,
+                    c["switch"][i],
+                    c["entry"][i],
+                    REMOVAL_REASONS[c["reason"][i]],
+                    c["packets"][i],
+                    c["bytes"][i],
+                )
+            )
+    return events

@@ -1,0 +1,34 @@
+"""Shortest paths over the topology as control programs see it: for every switch and
+destination host, the local ports that lie on a fewest-hop path (hosts never relay)."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from isthmus.control.plane import PortMap
+
+
+def next_hop_ports(ports: PortMap) -> dict[tuple[int, int], list[int]]:
+    """(switch node, destination host address) -> egress ports on shortest paths."""
+    table: dict[tuple[int, int], list[int]] = {}
+    for address, target in enumerate(ports.host_node):
+        distance = {target: 0}
+        frontier = deque([target])
+        while frontier:
+            node = frontier.popleft()
+            if node != target and ports.kinds[node] == "host":
+                continue
+            for peer in ports.neighbours[node]:
+                if peer not in distance:
+                    distance[peer] = distance[node] + 1
+                    frontier.append(peer)
+        for node, kind in enumerate(ports.kinds):
+            if kind != "switch" or node not in distance:
+                continue
+            table[(node, address)] = [
+                port
+                for port, peer in enumerate(ports.neighbours[node])
+                if distance.get(peer, -1) == distance[node] - 1
+                and (peer == target or ports.kinds[peer] == "switch")
+            ]
+    return table

@@ -1,0 +1,222 @@
+"""The control plane from Python: controllers, agents, their isolation, and the baselines."""
+
+import numpy as np
+import pytest
+
+from isthmus import Link, Simulation, Topology
+from isthmus.control import Controller, ControlPlane, SwitchAgent
+from isthmus.control.apps.ecmp import Ecmp
+from isthmus.control.apps.single_path import SinglePath
+
+
+def fabric(**kwargs) -> Simulation:
+    """2 spines, 2 leaves, 2 hosts per leaf, all 10 Gb/s."""
+    return Simulation(Topology.leaf_spine(2, 2, 2, fabric_link=Link("10Gbps", "1us")), **kwargs)
+
+
+class Reactive(Controller):
+    """Installs an entry for each new flow at the switch that asks, then resubmits."""
+
+    def __init__(self):
+        self.asked = []
+
+    def on_packet_in(self, event):
+        self.asked.append((event.switch, event.flow))
+        self.install(event.switch, 10, flow=event.flow, src=event.src)
+        self.packet_out(event.buffer)
+
+
+def test_a_packet_in_per_switch_then_entries_carry_the_flow():
+    sim = fabric()
+    plane = ControlPlane(sim)
+    for name in ("leaf0", "leaf1", "spine0", "spine1"):
+        plane.set_miss(name, "controller")
+    app = plane.add(Reactive())
+    sim.add_udp_flow(0, 2, "1Gbps", size=100 * 1472, arrivals="constant")
+    assert plane.run("10ms")
+    assert len(app.asked) == 3 and len(set(app.asked)) == 3
+    assert sim.flows()["packets_delivered"][0] == 100
+
+
+class Watcher(Controller):
+    def __init__(self):
+        self.events = []
+
+    def on_start(self):
+        self.idle = self.install("leaf0", 5, dst=2, output=2, idle_timeout="1ms")
+        self.every("1ms", lambda: self.events.append(("tick", self.now)))
+
+    def on_entry_removed(self, event):
+        self.events.append((event.reason, event.entry, event.time))
+
+    def on_flow_arrival(self, event):
+        self.events.append(("arrival", event.flow, event.size))
+
+    def on_flow_finished(self, event):
+        self.events.append(("finished", event.flow))
+
+
+def test_handlers_see_arrivals_completions_timeouts_and_ticks():
+    sim = fabric()
+    plane = ControlPlane(sim)
+    app = plane.add(Watcher())
+    sim.add_udp_flow(0, 2, "1Gbps", size=50 * 1472, start="100us", arrivals="constant")
+    plane.run("3500us")
+    kinds = [e[0] for e in app.events]
+    assert ("arrival", 0, 50 * 1472) in app.events
+    assert ("finished", 0) in app.events
+    assert kinds.count("tick") == 3
+    removed = [e for e in app.events if e[0] == "idle_timeout"]
+    assert len(removed) == 1 and removed[0][1] == app.idle
+    # The last of 50 packets leaves at about 0.69 ms: idle for 1 ms after that.
+    assert 1_600_000_000 < removed[0][2] < 1_800_000_000
+
+
+class Mover(Controller):
+    """Pins flow 0 to spine 0, then moves it to spine 1 at 5 ms."""
+
+    def __init__(self, make_before_break: bool):
+        self.mbb = make_before_break
+
+    def on_start(self):
+        for name in ("leaf0", "leaf1", "spine0", "spine1"):
+            self._plane.set_miss(name, "drop")
+        # ACKs come back over spine 0 all along.
+        self.install_path(0, ["h2", "leaf1", "spine0", "leaf0", "h0"], 10)
+        self.old = self.install_path(0, ["h0", "leaf0", "spine0", "leaf1", "h2"], 10)
+        self.after("5ms", self.move)
+
+    def move(self):
+        new_path = ["h0", "leaf0", "spine1", "leaf1", "h2"]
+        if self.mbb:
+            self.migrate(0, self.old, new_path, priority=5)
+        else:
+            for switch, entry in self.old:
+                self.delete(switch, entry)
+            self.install_path(0, new_path, 5, extra_delay="100us")
+
+
+@pytest.mark.parametrize("make_before_break", [True, False])
+def test_migration_make_before_break_loses_nothing(make_before_break):
+    sim = fabric(ecn_threshold="65pkts")
+    plane = ControlPlane(sim, control_latency="50us")
+    plane.add(Mover(make_before_break))
+    sim.add_tcp_flow(0, 2, "20MB", start="200us", transport="dctcp")  # after the paths land
+    assert plane.run("1s", stop_when_flows_finish=True)
+    drops = sim.node_drops()["rule_drops"].sum() + sim.ports()["drop_packets"].sum()
+    spine1 = sim.topology.nodes()["name"].index("spine1")
+    assert sim.ports()["tx_packets"][sim.ports()["node"] == spine1].sum() > 1000
+    if make_before_break:
+        assert drops == 0
+    else:
+        assert drops > 0 and sim.flows()["retransmissions"][0] > 0
+
+
+class Scheduler(Controller):
+    """Holds every flow on arrival; releases flow 0 at 2 ms and paces flow 1."""
+
+    def on_flow_arrival(self, event):
+        self.hold(event.flow)
+        if event.flow == 0:
+            self.after("2ms", lambda: self.release(0))
+        else:
+            self.pace(event.flow, "1Gbps")
+            self.release(event.flow)
+
+
+def test_hold_release_and_pace_from_a_controller():
+    sim = fabric(ecn_threshold="65pkts")
+    plane = ControlPlane(sim)
+    plane.add(Scheduler())
+    sim.add_tcp_flow(0, 2, "500KB")
+    sim.add_tcp_flow(1, 3, "500KB")
+    assert plane.run("1s", stop_when_flows_finish=True)
+    flows = sim.flows()
+    assert flows["first_delivery_ps"][0] > 2_000_000_000
+    paced_ms = flows["finish_ps"][1] / 1e9
+    assert 4.0 < paced_ms < 4.4  # 500 KB at 1 Gb/s with 40 B of headers per 1460 B
+
+
+class Probe(SwitchAgent):
+    def __init__(self, switch):
+        super().__init__(switch)
+        self.inbox = []
+
+    def on_start(self):
+        if self.switch.name == "leaf0":
+            self.after("1ms", lambda: self.switch.send("leaf1", ("hello", self.now)))
+
+    def on_message(self, sender, message):
+        self.inbox.append((sender, message, self.now))
+
+
+def test_agents_see_only_their_switch_and_talk_with_latency():
+    sim = fabric()
+    plane = ControlPlane(sim, agent_latency="20us")
+    agents = {a.switch.name: a for a in plane.add_agents(Probe)}
+    assert set(agents) == {"leaf0", "leaf1", "spine0", "spine1"}
+    handle = agents["leaf0"].switch
+    leaf0 = sim.topology.nodes()["name"].index("leaf0")
+    assert np.all(handle.ports()["node"] == leaf0) and handle.num_ports == 4
+    # The handle offers nothing that reaches another switch or the simulation.
+    public = {name for name in dir(handle) if not name.startswith("_")}
+    assert public == {
+        "name",
+        "num_ports",
+        "now",
+        "neighbours",
+        "ports",
+        "entries",
+        "install",
+        "delete",
+        "select_group",
+        "packet_out",
+        "send",
+    }
+    with pytest.raises(AttributeError):
+        handle.sim  # noqa: B018
+    other = plane.add(Controller()).install("leaf1", 1, dst=0, output=2)
+    with pytest.raises(ValueError, match="not on switch 'leaf0'"):
+        handle.delete(other)
+    with pytest.raises(ValueError, match="unknown entry field"):
+        handle.install(1, switch="leaf1", output=0)
+    plane.run("2ms")
+    assert agents["leaf1"].inbox == [("leaf0", ("hello", 1_000_000_000), 1_020_000_000)]
+
+
+def test_ecmp_app_spreads_flows_and_single_path_pins_each_pair():
+    for app, spread in ((Ecmp(), True), (SinglePath(), False)):
+        sim = fabric()
+        plane = ControlPlane(sim)
+        plane.set_miss("leaf0", "drop")
+        plane.add(app)
+        rng = np.random.default_rng(1)
+        for _ in range(400):
+            sim.add_udp_flow(0, 2, "1Gbps", size=1472, start=f"{int(rng.integers(1000))}us")
+        assert plane.run("5ms", stop_when_flows_finish=True)
+        assert sim.flows()["packets_delivered"].sum() == 400
+        ports = sim.ports()
+        leaf0 = sim.topology.nodes()["name"].index("leaf0")
+        uplinks = ports["tx_packets"][(ports["node"] == leaf0) & (ports["port"] >= 2)]
+        if spread:
+            assert abs(uplinks[0] - 200) < 40, uplinks
+        else:
+            assert sorted(uplinks.tolist()) == [0, 400]
+
+
+def test_bad_control_commands_are_refused_clearly():
+    sim = fabric()
+    plane = ControlPlane(sim)
+    app = plane.add(Controller())
+    with pytest.raises(ValueError, match="no node named 'leaf7'"):
+        app.install("leaf7", 1, output=0)
+    with pytest.raises(ValueError, match="port 9 does not exist on switch 'leaf0'"):
+        app.install("leaf0", 1, output=9)
+    with pytest.raises(ValueError, match="is a host"):
+        app.install("h0", 1, output=0)
+    with pytest.raises(ValueError, match="at most one action"):
+        app.install("leaf0", 1, output=0, drop=True)
+    with pytest.raises(ValueError, match="flow 4 does not exist"):
+        app.hold(4)
+    with pytest.raises(ValueError, match="has no link to"):
+        app.install_path(0, ["h0", "leaf0", "leaf1", "h2"], 1)
