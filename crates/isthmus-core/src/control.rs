@@ -91,6 +91,13 @@ pub enum Command {
         link: u32,
         up: bool,
     },
+    /// ECN step-marking threshold of one port of `switch` (None: every port); a None
+    /// threshold turns marking off.
+    SetEcnThreshold {
+        switch: u32,
+        port: Option<u16>,
+        threshold: Option<crate::units::Limit>,
+    },
 }
 
 use crate::engine::{Buffered, ControlTimer, Engine};
@@ -319,6 +326,13 @@ impl Engine {
                 }
                 Ok(())
             }
+            Command::SetEcnThreshold { switch, port, .. } => {
+                self.check_switch(*switch)?;
+                match port {
+                    Some(p) => self.check_port(*switch, *p),
+                    None => Ok(()),
+                }
+            }
             Command::SetLink { link, .. } => {
                 if *link as usize >= self.link_ports.len() {
                     return Err(format!(
@@ -471,6 +485,21 @@ impl Engine {
             }
             Command::SetLink { link, up } => {
                 self.set_link_up(link as usize, up).expect("validated");
+            }
+            Command::SetEcnThreshold {
+                switch,
+                port,
+                threshold,
+            } => {
+                let node = &self.nodes[switch as usize];
+                let (first, count) = (node.first_port, node.num_ports as u32);
+                let ports = match port {
+                    Some(p) => first + p as u32..first + p as u32 + 1,
+                    None => first..first + count,
+                };
+                for p in ports {
+                    self.ports[p as usize].queue.ecn_threshold = threshold;
+                }
             }
         }
     }

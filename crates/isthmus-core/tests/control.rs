@@ -520,3 +520,61 @@ fn make_before_break_migration_loses_nothing_and_break_before_make_does() {
         "break-before-make lost nothing: {drops} drops"
     );
 }
+
+#[test]
+fn ecn_thresholds_change_at_runtime() {
+    let link = LinkSpec {
+        rate: 10 * G,
+        delay: US,
+    };
+    let mut e = Engine::new(
+        leaf_spine(1, 2, 4, link, link).unwrap(),
+        EngineConfig::default(),
+        1,
+    );
+    // All four flows cross leaf0's single uplink (port 4): the queue builds there.
+    let leaf0 = node(&e, "leaf0");
+    let dctcp = TcpConfig {
+        dctcp: Some(isthmus_core::Dctcp::default()),
+        ..Default::default()
+    };
+    for src in 0..4 {
+        e.add_tcp_flow(src, 4, 5_000_000, 0, &dctcp).unwrap();
+    }
+    e.run_until(2 * MS);
+    let marks = |e: &Engine| e.ports.iter().map(|p| p.counters.ecn_marks).sum::<u64>();
+    assert_eq!(marks(&e), 0, "no threshold, no marks");
+    let threshold = Some(isthmus_core::Limit::Packets(20));
+    e.issue(
+        0,
+        Command::SetEcnThreshold {
+            switch: leaf0,
+            port: Some(4),
+            threshold,
+        },
+    )
+    .unwrap();
+    e.run_until(4 * MS);
+    assert!(marks(&e) > 0);
+    let marked_port = e
+        .ports
+        .iter()
+        .find(|p| p.node == leaf0 && p.local == 4)
+        .unwrap();
+    assert_eq!(
+        marks(&e),
+        marked_port.counters.ecn_marks,
+        "only the chosen port marks"
+    );
+    let err = e
+        .issue(
+            0,
+            Command::SetEcnThreshold {
+                switch: leaf0,
+                port: Some(12),
+                threshold,
+            },
+        )
+        .unwrap_err();
+    assert!(err.contains("port 12"), "{err}");
+}

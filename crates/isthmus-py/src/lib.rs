@@ -184,7 +184,7 @@ fn format_time(ps: u64) -> String {
     units::format_time(ps)
 }
 
-fn limit_from(kind: &str, value: u64) -> PyResult<Limit> {
+pub(crate) fn limit_from(kind: &str, value: u64) -> PyResult<Limit> {
     match kind {
         "packets" => Ok(Limit::Packets(value)),
         "bytes" => Ok(Limit::Bytes(value)),

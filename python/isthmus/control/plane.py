@@ -30,6 +30,7 @@ from isthmus.control.events import (
     decode,
 )
 from isthmus.simulation import Simulation
+from isthmus.units import limit as units_limit
 from isthmus.units import rate_bps, size_bytes, time_ps
 
 
@@ -183,6 +184,16 @@ class Controller(_Program):
 
     def set_link(self, link: int, up: bool) -> None:
         self._plane._engine_call("set_link", 0, link, up)
+
+    def set_ecn_threshold(
+        self, switch: int | str, threshold: str | None, port: int | None = None
+    ) -> None:
+        """ECN marking threshold ("65pkts", "100KB") of one port or all ports of a
+        switch; None stops marking."""
+        limit = None if threshold is None else units_limit(threshold)
+        self._plane._engine_call(
+            "set_ecn_threshold", 0, self._plane.ports.node(switch), port, limit
+        )
 
     # ---- paths -------------------------------------------------------------------------
 
