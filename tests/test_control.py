@@ -220,3 +220,46 @@ def test_bad_control_commands_are_refused_clearly():
         app.hold(4)
     with pytest.raises(ValueError, match="has no link to"):
         app.install_path(0, ["h0", "leaf0", "leaf1", "h2"], 1)
+
+
+def test_hedera_demand_estimator_is_max_min_fair_at_the_nics():
+    from isthmus.control.apps.hedera import estimate_demands
+
+    # One sender to two receivers; a second sender into one of them.
+    assert estimate_demands([(0, 1), (0, 2), (3, 1)]) == pytest.approx([0.5, 0.5, 0.5])
+    # Four senders into one receiver: a quarter each.
+    assert estimate_demands([(i, 9) for i in range(4)]) == pytest.approx([0.25] * 4)
+    # A receiver-limited flow frees its sender's capacity for the sender's other flow.
+    flows = [(0, 5), (1, 5), (1, 6)]
+    demands = estimate_demands(flows)
+    assert demands == pytest.approx([0.5, 0.5, 0.5])
+    rng = np.random.default_rng(4)
+    flows = [tuple(rng.choice(12, size=2, replace=False).tolist()) for _ in range(40)]
+    demands = estimate_demands(flows)
+    for host in range(12):
+        assert sum(d for (s, _), d in zip(flows, demands, strict=True) if s == host) <= 1 + 1e-9
+        assert sum(d for (_, r), d in zip(flows, demands, strict=True) if r == host) <= 1 + 1e-9
+
+
+def fat_tree_permutation_goodput(use_hedera: bool, seed: int) -> tuple[float, int]:
+    from isthmus.control.apps.hedera import Hedera
+
+    topo = Topology.fat_tree(4, Link("10Gbps", "1us"), Link("10Gbps", "1us"))
+    sim = Simulation(topo, seed=seed, ecn_threshold="65pkts")
+    for h in range(16):
+        sim.add_tcp_flow(h, (h + 4) % 16, "1GB", transport="dctcp")  # every flow leaves its pod
+    plane = ControlPlane(sim)
+    app = plane.add(Hedera(period="5s", time_scale=1e-3)) if use_hedera else None
+    plane.run("20ms")
+    before = sim.flows()["bytes_delivered"].copy()
+    plane.run("60ms")
+    gbps = (sim.flows()["bytes_delivered"] - before).sum() * 8 / 0.04 / 1e9
+    return gbps, app.placements if app else 0
+
+
+def test_hedera_moves_colliding_elephants_and_raises_throughput_over_ecmp():
+    for seed in (1, 2):
+        ecmp, _ = fat_tree_permutation_goodput(False, seed)
+        hedera, placements = fat_tree_permutation_goodput(True, seed)
+        assert placements > 0
+        assert hedera > 1.1 * ecmp, f"seed {seed}: Hedera {hedera:.1f} vs ECMP {ecmp:.1f} Gb/s"

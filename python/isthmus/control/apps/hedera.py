@@ -1,0 +1,171 @@
+"""Hedera: dynamic flow scheduling for data-center networks (Al-Fares, Radhakrishnan,
+Raghavan, Huang, Vahdat; NSDI 2010).
+
+1. Every `period` (5 s in the paper; scaled by `time_scale`, since simulated networks
+   run for milliseconds), poll every flow's byte counter and compute its rate over the
+   period.
+2. Flows sending at least `elephant_fraction` (10 %) of their host's NIC rate are
+   elephants; everything else stays on ECMP.
+3. Estimate each elephant's natural demand, the rate it would get if only host NICs
+   limited it, with the paper's max-min demand estimator: repeatedly share each
+   sender's capacity among its unconverged flows, then cap each receiver at its
+   capacity, giving receiver-limited flows an equal share, until nothing changes.
+4. Place elephants by Global First Fit, largest demand first: take the first
+   equal-cost shortest path whose every link still has room for the flow's demand,
+   reserve it, and install entries for the flow along it (replacing its previous
+   placement); a flow no path fits stays where it is.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+
+import numpy as np
+
+from isthmus.control.plane import Controller
+from isthmus.units import time_ps
+
+
+def estimate_demands(flows: list[tuple[int, int]]) -> list[float]:
+    """Natural demands, as fractions of a host NIC, of flows given as (src, dst) pairs
+    (Hedera's demand estimator, Fig. 7 of the paper)."""
+    demand = [0.0] * len(flows)
+    converged = [False] * len(flows)
+    by_src: dict[int, list[int]] = defaultdict(list)
+    by_dst: dict[int, list[int]] = defaultdict(list)
+    for i, (src, dst) in enumerate(flows):
+        by_src[src].append(i)
+        by_dst[dst].append(i)
+    for _ in range(10 * len(flows) + 10):
+        before = list(demand)
+        for members in by_src.values():
+            fixed = sum(demand[i] for i in members if converged[i])
+            open_ = [i for i in members if not converged[i]]
+            for i in open_:
+                demand[i] = (1.0 - fixed) / len(open_)
+        for members in by_dst.values():
+            if sum(demand[i] for i in members) <= 1.0:
+                continue
+            limited = set(members)
+            share = 1.0 / len(limited)
+            while True:
+                small = {i for i in limited if demand[i] < share}
+                if not small:
+                    break
+                limited -= small
+                share = (1.0 - sum(demand[i] for i in members if i not in limited)) / len(limited)
+            for i in limited:
+                demand[i] = share
+                converged[i] = True
+        if np.allclose(before, demand, atol=1e-12):
+            break
+    return demand
+
+
+class Hedera(Controller):
+    def __init__(
+        self,
+        period: int | str = "5s",
+        time_scale: float = 1e-3,
+        elephant_fraction: float = 0.1,
+        priority: int = 100,
+    ):
+        self.period = int(time_ps(period) * time_scale)
+        if self.period <= 0:
+            raise ValueError("period x time_scale must be a positive duration")
+        self.elephant_fraction = elephant_fraction
+        self.priority = priority
+        self.placed: dict[int, list[tuple[int, int]]] = {}
+        self.placements = 0
+        self._last_bytes: np.ndarray | None = None
+
+    def on_start(self) -> None:
+        ports = self._plane.ports
+        self._graph_paths: dict[tuple[int, int], list[list[int]]] = {}
+        self._capacity = {}
+        links = self.sim.topology.links()
+        for a, b, rate in zip(
+            links["a"].tolist(), links["b"].tolist(), links["rate_bps"].tolist(), strict=True
+        ):
+            self._capacity[(a, b)] = self._capacity[(b, a)] = float(rate)
+        self._nic = {}
+        for address, node in enumerate(ports.host_node):
+            self._nic[address] = self._capacity[(node, ports.neighbours[node][0])]
+        self.every(self.period, self.schedule)
+
+    def _paths(self, src: int, dst: int) -> list[list[int]]:
+        """Every shortest node path between two hosts (switches relay, hosts do not)."""
+        key = (src, dst)
+        if key not in self._graph_paths:
+            ports = self._plane.ports
+            start, goal = ports.host_node[src], ports.host_node[dst]
+            layers = {start: 0}
+            frontier = [start]
+            while goal not in layers and frontier:
+                nxt = []
+                for node in frontier:
+                    if node != start and ports.kinds[node] == "host":
+                        continue
+                    for peer in ports.neighbours[node]:
+                        if peer not in layers:
+                            layers[peer] = layers[node] + 1
+                            nxt.append(peer)
+                frontier = nxt
+
+            def extend(path: list[int]) -> list[list[int]]:
+                node = path[-1]
+                if node == goal:
+                    return [path]
+                out = []
+                for peer in ports.neighbours[node]:
+                    if layers.get(peer) == layers[node] + 1 and (
+                        peer == goal or ports.kinds[peer] == "switch"
+                    ):
+                        out += extend([*path, peer])
+                return out
+
+            self._graph_paths[key] = extend([start])
+        return self._graph_paths[key]
+
+    def schedule(self) -> None:
+        flows = self.sim.flows()
+        delivered = flows["bytes_delivered"].astype(np.float64)
+        last = self._last_bytes if self._last_bytes is not None else np.zeros_like(delivered)
+        if len(last) < len(delivered):
+            last = np.concatenate([last, np.zeros(len(delivered) - len(last))])
+        rate = (delivered - last) * 8 / (self.period / 1e12)
+        self._last_bytes = delivered
+        active = flows["finish_ps"] < 0
+        src, dst = flows["src"].tolist(), flows["dst"].tolist()
+        elephants = [
+            f
+            for f in np.flatnonzero(active).tolist()
+            if rate[f] >= self.elephant_fraction * self._nic[src[f]]
+        ]
+        if not elephants:
+            return
+        demands = estimate_demands([(src[f], dst[f]) for f in elephants])
+        residual = dict(self._capacity)
+        order = sorted(range(len(elephants)), key=lambda i: -demands[i])
+        for i in order:
+            flow = elephants[i]
+            need = demands[i] * self._nic[src[flow]]
+            for path in self._paths(src[flow], dst[flow]):
+                hops = list(itertools.pairwise(path))
+                if all(residual[h] >= need for h in hops):
+                    for h in hops:
+                        residual[h] -= need
+                    self._place(flow, path)
+                    break
+
+    def _place(self, flow: int, path: list[int]) -> None:
+        ports = self._plane.ports
+        names = [ports.names[n] for n in path]
+        old = self.placed.get(flow)
+        if old is not None and [s for s, _ in old] == path[1:-1]:
+            return
+        self.placed[flow] = self.install_path(flow, names, self.priority)
+        self.placements += 1
+        for switch, entry in old or []:
+            self.delete(switch, entry)
