@@ -263,3 +263,31 @@ def test_hedera_moves_colliding_elephants_and_raises_throughput_over_ecmp():
         hedera, placements = fat_tree_permutation_goodput(True, seed)
         assert placements > 0
         assert hedera > 1.1 * ecmp, f"seed {seed}: Hedera {hedera:.1f} vs ECMP {ecmp:.1f} Gb/s"
+
+
+@pytest.mark.parametrize("topology", ["ring", "mesh"])
+def test_l2_learning_delivers_everything_on_loops_without_a_storm(topology):
+    from isthmus.control.apps.l2_learning import L2Learning
+
+    topo = Topology.ring(6, 2) if topology == "ring" else Topology.mesh(4, 3)
+    sim = Simulation(topo, seed=1)
+    hosts = topo.num_hosts
+    for src in range(hosts):
+        for dst in range(hosts):
+            if src != dst:
+                sim.add_udp_flow(src, dst, "100Mbps", size=20 * 1472, start=f"{src * 50}us")
+    plane = ControlPlane(sim)
+    app = plane.add(L2Learning())
+    assert plane.run("50ms", stop_when_flows_finish=True)
+    flows = sim.flows()
+    assert np.all(flows["bytes_delivered"] == 20 * 1472)
+    assert sim.live_packets == 0
+    # No storm: a flooded packet crosses each spanning-tree link and each host link at
+    # most once, so hops stay below (hosts + switches) per packet sent; a loop would
+    # multiply them without bound.
+    originals = hosts * (hosts - 1) * 20
+    switches = topo.num_nodes - hosts
+    assert sim.packet_hops <= originals * (hosts + switches)
+    assert app.floods > 0
+    # Once both ends are learned, packets bypass the controller.
+    assert app.packet_ins < originals * switches / 4, (app.packet_ins, originals)

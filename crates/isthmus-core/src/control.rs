@@ -72,6 +72,15 @@ pub enum Command {
         buffer: u32,
         port: Option<u16>,
     },
+    /// Release a packet-in's buffer by flooding it.
+    FloodOut {
+        buffer: u32,
+    },
+    /// The ports `switch` floods out of (a spanning tree's, to keep floods loop-free).
+    SetFloodPorts {
+        switch: u32,
+        ports: Vec<u16>,
+    },
     DropBuffer {
         buffer: u32,
     },
@@ -317,7 +326,13 @@ impl Engine {
                 }
                 Ok(())
             }
-            Command::DropBuffer { buffer } => self.buffer(*buffer).map(|_| ()),
+            Command::DropBuffer { buffer } | Command::FloodOut { buffer } => {
+                self.buffer(*buffer).map(|_| ())
+            }
+            Command::SetFloodPorts { switch, ports } => {
+                self.check_switch(*switch)?;
+                ports.iter().try_for_each(|&p| self.check_port(*switch, p))
+            }
             Command::Hold { flow } | Command::Release { flow } => self.check_flow(*flow),
             Command::Pace { flow, rate } => {
                 self.check_flow(*flow)?;
@@ -358,7 +373,10 @@ impl Engine {
     /// Issues a command that takes effect after `delay` (0: at once).
     pub fn issue(&mut self, delay: Time, cmd: Command) -> Result<(), String> {
         self.validate(&cmd)?;
-        if let Command::PacketOut { buffer, .. } | Command::DropBuffer { buffer } = cmd {
+        if let Command::PacketOut { buffer, .. }
+        | Command::DropBuffer { buffer }
+        | Command::FloodOut { buffer } = cmd
+        {
             if let Some(Some(b)) = self.buffers.get_mut(buffer as usize) {
                 b.claimed = true;
             }
@@ -465,6 +483,16 @@ impl Engine {
                     }
                     None => self.forward(b.node, b.in_port, b.pkt),
                 }
+            }
+            Command::FloodOut { buffer } => {
+                let Some(b) = self.buffers[buffer as usize].take() else {
+                    return;
+                };
+                self.free_buffers.push(buffer);
+                self.flood(b.node, b.in_port, b.pkt);
+            }
+            Command::SetFloodPorts { switch, ports } => {
+                self.nodes[switch as usize].flood_ports = Some(ports);
             }
             Command::DropBuffer { buffer } => {
                 let Some(b) = self.buffers[buffer as usize].take() else {

@@ -95,7 +95,10 @@ pub struct NodeState {
     pub meters: Vec<Option<Meter>>,
     /// What a switch does with packets no entry matches.
     pub miss: Miss,
-    /// Packets dropped here for want of a route (or misdelivered to a host).
+    /// Ports a flood goes out of (None: all).
+    pub flood_ports: Option<Vec<u16>>,
+    /// Packets dropped here for want of a route, or at a host they were not addressed to
+    /// (as flooded copies are).
     pub unroutable: u64,
     /// Packets dropped here by a rule: a drop action, a drop-on-miss, or a meter.
     pub rule_drops: u64,
@@ -190,6 +193,7 @@ impl Engine {
                 groups: Vec::new(),
                 meters: Vec::new(),
                 miss: Miss::Route,
+                flood_ports: None,
                 unroutable: 0,
                 rule_drops: 0,
             });
@@ -561,6 +565,10 @@ impl Engine {
                 self.packet_in(node, in_port, pkt, matched.is_none());
                 return;
             }
+            Forward::Flood => {
+                self.flood(node, in_port, pkt);
+                return;
+            }
             Forward::Default => {
                 let hops = self.routes.next_hops(node, packet.dst);
                 if hops.is_empty() {
@@ -586,6 +594,29 @@ impl Engine {
                 self.drop_packet(pkt);
             }
         }
+    }
+
+    /// Sends a copy of `pkt` out of every flood port of `node` except `in_port`. Each
+    /// extra copy counts as a packet its flow sent, so conservation audits still hold.
+    pub(crate) fn flood(&mut self, node: u32, in_port: u16, pkt: PacketId) {
+        let state = &self.nodes[node as usize];
+        let ports: Vec<u16> = match &state.flood_ports {
+            Some(ports) => ports.iter().copied().filter(|&p| p != in_port).collect(),
+            None => (0..state.num_ports).filter(|&p| p != in_port).collect(),
+        };
+        let first_port = state.first_port;
+        let Some((&last, rest)) = ports.split_last() else {
+            self.nodes[node as usize].rule_drops += 1;
+            self.drop_packet(pkt);
+            return;
+        };
+        for &p in rest {
+            let copy = self.arena.get(pkt).clone();
+            self.flows[copy.flow as usize].record.packets_sent += 1;
+            let id = self.arena.alloc(copy);
+            self.enqueue(first_port + p as u32, id);
+        }
+        self.enqueue(first_port + last as u32, pkt);
     }
 
     /// The local port group `group` of `node` picks for `pkt`, if the group exists and

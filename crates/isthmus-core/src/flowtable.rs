@@ -43,6 +43,8 @@ pub enum Forward {
     Drop,
     /// To the controller as a packet-in; the packet waits in a buffer.
     Controller,
+    /// A copy out of every flood port but the one it came in on.
+    Flood,
     /// By the default shortest-path routing.
     Default,
 }

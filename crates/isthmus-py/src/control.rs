@@ -142,17 +142,22 @@ fn forward_of(
     group: Option<u32>,
     drop: bool,
     controller: bool,
+    flood: bool,
 ) -> PyResult<Forward> {
-    match (output, group, drop, controller) {
-        (Some(p), None, false, false) => Ok(Forward::Output(p)),
-        (None, Some(g), false, false) => Ok(Forward::Group(g)),
-        (None, None, true, false) => Ok(Forward::Drop),
-        (None, None, false, true) => Ok(Forward::Controller),
-        (None, None, false, false) => Ok(Forward::Default),
-        _ => Err(value_error(
-            "give at most one action: output, group, drop or controller",
-        )),
+    let chosen = [output.is_some(), group.is_some(), drop, controller, flood];
+    if chosen.iter().filter(|&&c| c).count() > 1 {
+        return Err(value_error(
+            "give at most one action: output, group, drop, controller or flood",
+        ));
     }
+    Ok(match (output, group) {
+        (Some(p), _) => Forward::Output(p),
+        (_, Some(g)) => Forward::Group(g),
+        _ if drop => Forward::Drop,
+        _ if controller => Forward::Controller,
+        _ if flood => Forward::Flood,
+        _ => Forward::Default,
+    })
 }
 
 #[pymethods]
@@ -219,7 +224,8 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (delay, switch, priority, in_port=None, src=None, dst=None, proto=None,
         src_port=None, dst_port=None, flow=None, output=None, group=None, drop=false,
-        controller=false, set_priority=None, meter=None, idle_timeout=None, hard_timeout=None))]
+        controller=false, flood=false, set_priority=None, meter=None, idle_timeout=None,
+        hard_timeout=None))]
     fn add_entry(
         &mut self,
         delay: u64,
@@ -236,6 +242,7 @@ impl Engine {
         group: Option<u32>,
         drop: bool,
         controller: bool,
+        flood: bool,
         set_priority: Option<u8>,
         meter: Option<u32>,
         idle_timeout: Option<u64>,
@@ -251,7 +258,7 @@ impl Engine {
             flow,
         };
         let action = FlowAction {
-            forward: forward_of(output, group, drop, controller)?,
+            forward: forward_of(output, group, drop, controller, flood)?,
             set_priority,
             meter,
         };
@@ -329,6 +336,14 @@ impl Engine {
     #[pyo3(signature = (delay, buffer, port=None))]
     fn packet_out(&mut self, delay: u64, buffer: u32, port: Option<u16>) -> PyResult<()> {
         self.issue(delay, Command::PacketOut { buffer, port })
+    }
+
+    fn flood_out(&mut self, delay: u64, buffer: u32) -> PyResult<()> {
+        self.issue(delay, Command::FloodOut { buffer })
+    }
+
+    fn set_flood_ports(&mut self, delay: u64, switch: u32, ports: Vec<u16>) -> PyResult<()> {
+        self.issue(delay, Command::SetFloodPorts { switch, ports })
     }
 
     fn drop_buffer(&mut self, delay: u64, buffer: u32) -> PyResult<()> {

@@ -133,7 +133,7 @@ class Controller(_Program):
     ) -> int:
         """Installs a flow entry; returns its id. Match fields: in_port, src, dst, proto,
         src_port, dst_port, flow. Action: output=port, group=id, drop=True,
-        controller=True, or none for default routing; optional set_priority, meter,
+        controller=True, flood=True, or none for default routing; optional set_priority, meter,
         idle_timeout, hard_timeout (durations)."""
         return self._plane._install(self._plane.ports.node(switch), priority, extra_delay, kwargs)
 
@@ -166,6 +166,16 @@ class Controller(_Program):
         """Sends a packet-in's packet out of `port`, or back through the flow table."""
         self._plane._claim(buffer)
         self._plane._engine_call("packet_out", 0, buffer, port)
+
+    def flood(self, buffer: int) -> None:
+        """Sends a packet-in's packet out of every flood port of its switch but the one
+        it came in on."""
+        self._plane._claim(buffer)
+        self._plane._engine_call("flood_out", 0, buffer)
+
+    def set_flood_ports(self, switch: int | str, ports: list[int]) -> None:
+        """Restricts where `switch` floods (to a spanning tree's ports, say)."""
+        self._plane._engine_call("set_flood_ports", 0, self._plane.ports.node(switch), ports)
 
     def drop(self, buffer: int) -> None:
         self._plane._claim(buffer)
