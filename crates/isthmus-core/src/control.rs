@@ -361,7 +361,7 @@ impl Engine {
     }
 
     fn buffer(&self, buffer: u32) -> Result<Buffered, String> {
-        match self.buffers.get(buffer as usize).copied().flatten() {
+        match self.buffers.get(buffer).copied() {
             Some(b) if !b.claimed => Ok(b),
             Some(_) => Err(format!(
                 "packet-in buffer {buffer} was already released or dropped"
@@ -377,7 +377,7 @@ impl Engine {
         | Command::DropBuffer { buffer }
         | Command::FloodOut { buffer } = cmd
         {
-            if let Some(Some(b)) = self.buffers.get_mut(buffer as usize) {
+            if let Some(b) = self.buffers.get_mut(buffer) {
                 b.claimed = true;
             }
         }
@@ -385,26 +385,14 @@ impl Engine {
             self.apply(cmd);
             return Ok(());
         }
-        let slot = match self.free_commands.pop() {
-            Some(slot) => {
-                self.pending_commands[slot as usize] = Some(cmd);
-                slot
-            }
-            None => {
-                self.pending_commands.push(Some(cmd));
-                (self.pending_commands.len() - 1) as u32
-            }
-        };
+        let slot = self.pending_commands.insert(cmd);
         self.events
             .push(self.now() + delay, EventKind::Command { slot });
         Ok(())
     }
 
     pub(crate) fn on_command_due(&mut self, slot: u32) {
-        let cmd = self.pending_commands[slot as usize]
-            .take()
-            .expect("a pending command");
-        self.free_commands.push(slot);
+        let cmd = self.pending_commands.take(slot).expect("a pending command");
         self.apply(cmd);
     }
 
@@ -472,10 +460,9 @@ impl Engine {
                 meters[meter as usize] = Some(Meter::new(rate, burst));
             }
             Command::PacketOut { buffer, port } => {
-                let Some(b) = self.buffers[buffer as usize].take() else {
+                let Some(b) = self.buffers.take(buffer) else {
                     return;
                 };
-                self.free_buffers.push(buffer);
                 match port {
                     Some(p) => {
                         let port = self.nodes[b.node as usize].first_port + p as u32;
@@ -485,20 +472,18 @@ impl Engine {
                 }
             }
             Command::FloodOut { buffer } => {
-                let Some(b) = self.buffers[buffer as usize].take() else {
+                let Some(b) = self.buffers.take(buffer) else {
                     return;
                 };
-                self.free_buffers.push(buffer);
                 self.flood(b.node, b.in_port, b.pkt);
             }
             Command::SetFloodPorts { switch, ports } => {
                 self.nodes[switch as usize].flood_ports = Some(ports);
             }
             Command::DropBuffer { buffer } => {
-                let Some(b) = self.buffers[buffer as usize].take() else {
+                let Some(b) = self.buffers.take(buffer) else {
                     return;
                 };
-                self.free_buffers.push(buffer);
                 self.nodes[b.node as usize].rule_drops += 1;
                 self.drop_packet(b.pkt);
             }
@@ -589,16 +574,7 @@ impl Engine {
             in_port,
             claimed: false,
         };
-        let buffer = match self.free_buffers.pop() {
-            Some(b) => {
-                self.buffers[b as usize] = Some(held);
-                b
-            }
-            None => {
-                self.buffers.push(Some(held));
-                (self.buffers.len() - 1) as u32
-            }
-        };
+        let buffer = self.buffers.insert(held);
         let p = self.arena.get(pkt);
         let event = ControlEvent::PacketIn {
             switch,
@@ -623,7 +599,7 @@ impl Engine {
 
     /// Packets waiting in packet-in buffers.
     pub fn buffered_packets(&self) -> usize {
-        self.buffers.iter().flatten().count()
+        self.buffers.iter().count()
     }
 }
 

@@ -20,6 +20,7 @@ use crate::queue::{Admission, DropTailQueue};
 use crate::rng::mix64;
 use crate::rng::{Rng, Stream};
 use crate::routing::{choose, reduce, RouteTable, RoutingPolicy};
+use crate::slab::Slab;
 use crate::telemetry::{PortCounters, Sampler};
 use crate::topology::{NodeKind, Topology};
 use crate::transport::tcp::{TcpConfig, TcpFlow};
@@ -159,10 +160,8 @@ pub struct Engine {
     /// Events waiting for the control plane; recorded only while `control_attached`.
     pub(crate) control_events: Vec<(Time, ControlEvent)>,
     pub(crate) control_attached: bool,
-    pub(crate) buffers: Vec<Option<Buffered>>,
-    pub(crate) free_buffers: Vec<u32>,
-    pub(crate) pending_commands: Vec<Option<crate::control::Command>>,
-    pub(crate) free_commands: Vec<u32>,
+    pub(crate) buffers: Slab<Buffered>,
+    pub(crate) pending_commands: Slab<crate::control::Command>,
     pub(crate) control_timers: Vec<ControlTimer>,
     pub(crate) next_entry_id: u32,
     unfinished_flows: usize,
@@ -260,10 +259,8 @@ impl Engine {
             outbox: Outbox::default(),
             control_events: Vec::new(),
             control_attached: false,
-            buffers: Vec::new(),
-            free_buffers: Vec::new(),
-            pending_commands: Vec::new(),
-            free_commands: Vec::new(),
+            buffers: Slab::default(),
+            pending_commands: Slab::default(),
             control_timers: Vec::new(),
             next_entry_id: 0,
             unfinished_flows: 0,
@@ -857,7 +854,7 @@ impl Engine {
                 total.bytes += self.arena.get(pkt).size as u64;
             }
         }
-        for b in self.buffers.iter().flatten() {
+        for b in self.buffers.iter() {
             total.packets += 1;
             total.bytes += self.arena.get(b.pkt).size as u64;
         }

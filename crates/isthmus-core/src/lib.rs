@@ -12,6 +12,7 @@ pub mod packet;
 pub mod queue;
 pub mod rng;
 pub mod routing;
+pub mod slab;
 pub mod telemetry;
 pub mod topology;
 pub mod transport;

@@ -60,58 +60,34 @@ pub struct Flow {
 }
 
 impl Flow {
-    // Each handler returns true when the flow has just finished.
+    // Each event handler returns true when the flow has just finished.
 
     pub fn on_timer(&mut self, flow: u32, now: Time, token: u32, out: &mut Outbox) -> bool {
-        match &mut self.transport {
-            Transport::Udp(u) => {
-                u.on_timer(
-                    flow,
-                    self.src_port,
-                    self.dst_port,
-                    now,
-                    &mut self.record,
-                    out,
-                );
-                self.udp_finished(now)
-            }
-            Transport::Tcp(t) => {
-                let mut io = tcp::Io::new(
-                    flow,
-                    now,
-                    self.src_port,
-                    self.dst_port,
-                    &mut self.record,
-                    out,
-                );
-                t.on_timer(&mut io, token)
-            }
+        if let Transport::Udp(u) = &mut self.transport {
+            u.on_timer(
+                flow,
+                self.src_port,
+                self.dst_port,
+                now,
+                &mut self.record,
+                out,
+            );
+            return self.udp_finished(now);
         }
+        self.with_tcp(flow, now, out, |t, io| t.on_timer(io, token))
     }
 
     /// A packet of this flow reached its destination host.
     pub fn on_delivery(&mut self, flow: u32, pkt: &Packet, now: Time, out: &mut Outbox) -> bool {
         self.record.packets_delivered += 1;
-        match &mut self.transport {
-            Transport::Udp(_) => {
-                let r = &mut self.record;
-                r.bytes_delivered += pkt.payload as u64;
-                r.first_delivery.get_or_insert(now);
-                r.last_delivery = Some(now);
-                self.udp_finished(now)
-            }
-            Transport::Tcp(t) => {
-                let mut io = tcp::Io::new(
-                    flow,
-                    now,
-                    self.src_port,
-                    self.dst_port,
-                    &mut self.record,
-                    out,
-                );
-                t.on_packet(&mut io, pkt)
-            }
+        if let Transport::Udp(_) = self.transport {
+            let r = &mut self.record;
+            r.bytes_delivered += pkt.payload as u64;
+            r.first_delivery.get_or_insert(now);
+            r.last_delivery = Some(now);
+            return self.udp_finished(now);
         }
+        self.with_tcp(flow, now, out, |t, io| t.on_packet(io, pkt))
     }
 
     /// A packet of this flow was dropped somewhere in the network.
@@ -126,20 +102,11 @@ impl Flow {
 
     /// A controller holds the flow's sender (no new data leaves) or releases it.
     pub fn set_held(&mut self, held: bool, flow: u32, now: Time, out: &mut Outbox) {
-        match &mut self.transport {
-            Transport::Udp(u) => u.held = held,
-            Transport::Tcp(t) => {
-                let mut io = tcp::Io::new(
-                    flow,
-                    now,
-                    self.src_port,
-                    self.dst_port,
-                    &mut self.record,
-                    out,
-                );
-                t.set_held(&mut io, held);
-            }
+        if let Transport::Udp(u) = &mut self.transport {
+            u.held = held;
+            return;
         }
+        self.with_tcp(flow, now, out, |t, io| t.set_held(io, held));
     }
 
     /// A controller paces the flow's sender at `rate` (None: unpaced).
@@ -150,20 +117,32 @@ impl Flow {
         now: Time,
         out: &mut Outbox,
     ) {
-        match &mut self.transport {
-            Transport::Udp(u) => u.pace(rate),
-            Transport::Tcp(t) => {
-                let mut io = tcp::Io::new(
-                    flow,
-                    now,
-                    self.src_port,
-                    self.dst_port,
-                    &mut self.record,
-                    out,
-                );
-                t.set_pace(&mut io, rate);
-            }
+        if let Transport::Udp(u) = &mut self.transport {
+            u.pace(rate);
+            return;
         }
+        self.with_tcp(flow, now, out, |t, io| t.set_pace(io, rate));
+    }
+
+    /// Runs `act` on the TCP state machine with this flow's context.
+    fn with_tcp<R: Default>(
+        &mut self,
+        flow: u32,
+        now: Time,
+        out: &mut Outbox,
+        act: impl FnOnce(&mut tcp::TcpFlow, &mut tcp::Io) -> R,
+    ) -> R {
+        let Transport::Tcp(t) = &mut self.transport else {
+            return R::default();
+        };
+        let mut io = tcp::Io::new(
+            flow,
+            now,
+            (self.src_port, self.dst_port),
+            &mut self.record,
+            out,
+        );
+        act(t, &mut io)
     }
 
     /// A UDP flow ends when its source is done and none of its packets is in flight.

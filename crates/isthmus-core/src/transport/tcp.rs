@@ -686,19 +686,19 @@ pub struct Io<'a> {
 }
 
 impl<'a> Io<'a> {
+    /// The context of flow `flow` at `now`, with its (source, destination) ports.
     pub fn new(
         flow: u32,
         now: Time,
-        src_port: u16,
-        dst_port: u16,
+        ports: (u16, u16),
         record: &'a mut FlowRecord,
         out: &'a mut Outbox,
     ) -> Self {
         Io {
             now,
             flow,
-            src_port,
-            dst_port,
+            src_port: ports.0,
+            dst_port: ports.1,
             record,
             out,
         }

@@ -24,6 +24,7 @@ from collections import defaultdict
 import numpy as np
 
 from isthmus.control.plane import Controller
+from isthmus.control.routing import next_hop_ports
 from isthmus.units import time_ps
 
 
@@ -83,6 +84,7 @@ class Hedera(Controller):
     def on_start(self) -> None:
         ports = self._plane.ports
         self._graph_paths: dict[tuple[int, int], list[list[int]]] = {}
+        self._hops = next_hop_ports(ports)
         self._capacity = {}
         links = self.sim.topology.links()
         for a, b, rate in zip(
@@ -95,37 +97,24 @@ class Hedera(Controller):
         self.every(self.period, self.schedule)
 
     def _paths(self, src: int, dst: int) -> list[list[int]]:
-        """Every shortest node path between two hosts (switches relay, hosts do not)."""
+        """Every shortest node path from host `src` to host `dst`."""
         key = (src, dst)
         if key not in self._graph_paths:
             ports = self._plane.ports
-            start, goal = ports.host_node[src], ports.host_node[dst]
-            layers = {start: 0}
-            frontier = [start]
-            while goal not in layers and frontier:
-                nxt = []
-                for node in frontier:
-                    if node != start and ports.kinds[node] == "host":
-                        continue
-                    for peer in ports.neighbours[node]:
-                        if peer not in layers:
-                            layers[peer] = layers[node] + 1
-                            nxt.append(peer)
-                frontier = nxt
+            goal = ports.host_node[dst]
 
             def extend(path: list[int]) -> list[list[int]]:
                 node = path[-1]
                 if node == goal:
                     return [path]
-                out = []
-                for peer in ports.neighbours[node]:
-                    if layers.get(peer) == layers[node] + 1 and (
-                        peer == goal or ports.kinds[peer] == "switch"
-                    ):
-                        out += extend([*path, peer])
-                return out
+                return [
+                    p
+                    for port in self._hops[(node, dst)]
+                    for p in extend([*path, ports.neighbours[node][port]])
+                ]
 
-            self._graph_paths[key] = extend([start])
+            start = ports.host_node[src]
+            self._graph_paths[key] = extend([start, ports.neighbours[start][0]])
         return self._graph_paths[key]
 
     def schedule(self) -> None:
