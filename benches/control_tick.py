@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from isthmus import Link, Simulation, Topology
-from isthmus.control import ControlPlane, Controller
+from isthmus.control import Controller, ControlPlane
 
 
 class Ticker(Controller):
