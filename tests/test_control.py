@@ -291,3 +291,30 @@ def test_l2_learning_delivers_everything_on_loops_without_a_storm(topology):
     assert app.floods > 0
     # Once both ends are learned, packets bypass the controller.
     assert app.packet_ins < originals * switches / 4, (app.packet_ins, originals)
+
+
+class RateWatcher(Controller):
+    def __init__(self):
+        self.rates = []
+
+    def on_start(self):
+        self.entry = self.install("leaf0", 5, dst=2, output=2)
+        self.every("1ms", self.sample)
+        self.after("1500us", lambda: self.modify("leaf0", self.entry, output=3))
+
+    def sample(self):
+        self.rates.append(self.flow_stats()["rate_bps"][0])
+
+
+def test_flow_rates_over_the_last_interval_and_entry_modification():
+    sim = fabric()
+    plane = ControlPlane(sim)
+    app = plane.add(RateWatcher())
+    sim.add_udp_flow(0, 2, "2Gbps", stop="3ms", arrivals="constant")
+    plane.run("3ms")
+    # 2 Gb/s of 1500 B datagrams carries 1472 B of payload each: 1.963 Gb/s of goodput.
+    assert all(abs(r - 2e9 * 1472 / 1500) / 2e9 < 0.02 for r in app.rates[1:]), app.rates
+    ports = sim.ports()
+    leaf0 = sim.topology.nodes()["name"].index("leaf0")
+    uplinks = ports["tx_packets"][(ports["node"] == leaf0) & (ports["port"] >= 2)]
+    assert uplinks[0] > 0 and uplinks[1] > 0

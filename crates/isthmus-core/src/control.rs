@@ -56,6 +56,12 @@ pub enum Command {
         switch: u32,
         entry: u32,
     },
+    /// Replace an installed entry's action, keeping its match, priority and counters.
+    ModifyEntry {
+        switch: u32,
+        entry: u32,
+        action: FlowAction,
+    },
     SetGroup {
         switch: u32,
         group: u32,
@@ -291,6 +297,13 @@ impl Engine {
                 Ok(())
             }
             Command::DeleteEntry { switch, .. } => self.check_switch(*switch),
+            Command::ModifyEntry { switch, action, .. } => {
+                self.check_switch(*switch)?;
+                match action.forward {
+                    Forward::Output(p) => self.check_port(*switch, p),
+                    _ => Ok(()),
+                }
+            }
             Command::SetGroup {
                 switch, group_def, ..
             } => {
@@ -430,6 +443,13 @@ impl Engine {
                     );
                 }
                 self.nodes[switch as usize].table.add(e);
+            }
+            Command::ModifyEntry {
+                switch,
+                entry,
+                action,
+            } => {
+                self.nodes[switch as usize].table.set_action(entry, action);
             }
             Command::DeleteEntry { switch, entry } => {
                 if let Some(e) = self.nodes[switch as usize].table.remove(entry) {

@@ -122,6 +122,17 @@ impl FlowTable {
         Some(self.entries.remove(at))
     }
 
+    /// Replaces entry `id`'s action; returns whether the entry exists.
+    pub fn set_action(&mut self, id: u32, action: FlowAction) -> bool {
+        match self.entries.iter_mut().find(|e| e.id == id) {
+            Some(e) => {
+                e.action = action;
+                true
+            }
+            None => false,
+        }
+    }
+
     pub fn get(&self, id: u32) -> Option<&FlowEntry> {
         self.entries.iter().find(|e| e.id == id)
     }

@@ -578,3 +578,36 @@ fn ecn_thresholds_change_at_runtime() {
         .unwrap_err();
     assert!(err.contains("port 12"), "{err}");
 }
+
+#[test]
+fn a_modified_entry_keeps_its_counters_and_changes_its_action() {
+    let mut e = fabric();
+    let leaf0 = node(&e, "leaf0");
+    let to2 = FlowMatch {
+        dst: Some(2),
+        ..Default::default()
+    };
+    let entry = e.add_entry(0, leaf0, 5, to2, out(2), None, None).unwrap();
+    e.add_udp_flow(0, 2, udp(G, 20 * 1472)).unwrap();
+    e.run_until(100 * US);
+    e.issue(
+        0,
+        Command::ModifyEntry {
+            switch: leaf0,
+            entry,
+            action: out(3),
+        },
+    )
+    .unwrap();
+    assert!(e.run_until_flows_finish(SEC));
+    let uplinks: Vec<u64> = e
+        .ports
+        .iter()
+        .filter(|p| p.node == leaf0 && p.local >= 2)
+        .map(|p| p.counters.tx_packets)
+        .collect();
+    assert_eq!(uplinks.iter().sum::<u64>(), 20);
+    assert!(uplinks[0] > 0 && uplinks[1] > 0, "{uplinks:?}");
+    let (_, installed) = e.entries().find(|(_, x)| x.id == entry).unwrap();
+    assert_eq!(installed.packets, 20);
+}

@@ -275,6 +275,38 @@ impl Engine {
             .map_err(value_error)
     }
 
+    /// Replaces an entry's action (output, group, drop, controller, flood or default).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (delay, switch, entry, output=None, group=None, drop=false, controller=false,
+        flood=false, set_priority=None, meter=None))]
+    fn modify_entry(
+        &mut self,
+        delay: u64,
+        switch: u32,
+        entry: u32,
+        output: Option<u16>,
+        group: Option<u32>,
+        drop: bool,
+        controller: bool,
+        flood: bool,
+        set_priority: Option<u8>,
+        meter: Option<u32>,
+    ) -> PyResult<()> {
+        let action = FlowAction {
+            forward: forward_of(output, group, drop, controller, flood)?,
+            set_priority,
+            meter,
+        };
+        self.issue(
+            delay,
+            Command::ModifyEntry {
+                switch,
+                entry,
+                action,
+            },
+        )
+    }
+
     fn delete_entry(&mut self, delay: u64, switch: u32, entry: u32) -> PyResult<()> {
         self.issue(delay, Command::DeleteEntry { switch, entry })
     }

@@ -140,6 +140,11 @@ class Controller(_Program):
     def delete(self, switch: int | str, entry: int, *, extra_delay: int | str = 0) -> None:
         self._plane._engine_call("delete_entry", extra_delay, self._plane.ports.node(switch), entry)
 
+    def modify(self, switch: int | str, entry: int, **action) -> None:
+        """Replaces an entry's action (output, group, drop, controller, flood, or none
+        for default routing; set_priority, meter), keeping its match and counters."""
+        self._plane._engine_call("modify_entry", 0, self._plane.ports.node(switch), entry, **action)
+
     def select_group(
         self, switch: int | str, group: int, ports: list[int], weights: list[int] | None = None
     ) -> None:
@@ -246,7 +251,18 @@ class Controller(_Program):
         return self.sim._engine.entry_table()
 
     def flow_stats(self) -> dict[str, np.ndarray]:
-        return self.sim.flows()
+        """Per-flow records, plus `rate_bps`: goodput since this controller's previous
+        call (since the start, on the first)."""
+        flows = self.sim.flows()
+        now = self.now
+        delivered = flows["bytes_delivered"].astype(np.float64)
+        last_time, last = getattr(self, "_flow_stats_last", (0, np.zeros(0)))
+        previous = np.zeros_like(delivered)
+        previous[: len(last)] = last
+        elapsed = max(now - last_time, 1)
+        flows["rate_bps"] = (delivered - previous) * 8 / (elapsed / 1e12)
+        self._flow_stats_last = (now, delivered)
+        return flows
 
 
 class SwitchHandle:
@@ -423,8 +439,8 @@ class ControlPlane:
         self._timers[timer] = callback
         return timer
 
-    def _engine_call(self, method: str, extra_delay: int | str, *args) -> None:
-        getattr(self.sim._engine, method)(self.latency + time_ps(extra_delay), *args)
+    def _engine_call(self, method: str, extra_delay: int | str, *args, **kwargs) -> None:
+        getattr(self.sim._engine, method)(self.latency + time_ps(extra_delay), *args, **kwargs)
 
     def _install(self, switch: int, priority: int, extra_delay: int | str, kwargs: dict) -> int:
         for key in ("idle_timeout", "hard_timeout"):
