@@ -32,6 +32,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from isthmus import _core, units
 from isthmus.fields import PositiveInt, QueueLimit, Rate, Size, Strict, Time
+from isthmus.queues import Aqm, Scheduler
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
 from isthmus.transport import TcpParams, TransportName
@@ -186,10 +187,21 @@ TopologyModel = Annotated[
 
 
 class Network(Strict):
+    """Routing and queueing. `ecn_threshold` puts DCTCP's step marker on every port;
+    `scheduler` and `aqm` (see `isthmus.queues`) shape switch ports instead."""
+
     routing: Literal["ecmp", "spray", "single_path"] = "ecmp"
     host_queue: QueueLimit = "250pkts"
     switch_queue: QueueLimit = "250pkts"
     ecn_threshold: QueueLimit | None = None
+    scheduler: Scheduler | None = None
+    aqm: Aqm | None = None
+
+    @model_validator(mode="after")
+    def _one_marker(self) -> Network:
+        if self.aqm is not None and self.ecn_threshold is not None:
+            raise ValueError("give ecn_threshold (a step marker) or aqm, not both")
+        return self
 
 
 class UdpTraffic(Strict):
@@ -342,6 +354,8 @@ class Scenario(Strict):
             host_queue=self.network.host_queue,
             switch_queue=self.network.switch_queue,
             ecn_threshold=self.network.ecn_threshold,
+            scheduler=self.network.scheduler,
+            aqm=self.network.aqm,
             sample_interval=self.telemetry.sample_interval,
             tcp=self.tcp,
         )

@@ -12,9 +12,10 @@ from collections.abc import Callable
 import numpy as np
 
 from isthmus import _core
+from isthmus.queues import Step, queue_config
 from isthmus.topology import Topology
 from isthmus.transport import TRANSPORTS, TcpParams
-from isthmus.units import limit, rate_bps, size_bytes, time_ps
+from isthmus.units import rate_bps, size_bytes, time_ps
 
 ROUTING_POLICIES = ("ecmp", "spray", "single_path")
 ARRIVALS = ("constant", "poisson")
@@ -22,7 +23,11 @@ ARRIVALS = ("constant", "poisson")
 
 class Simulation:
     """A network and its traffic. Times are picoseconds; every argument that is a
-    quantity also accepts a unit string ("5ms", "10Gbps", "1500B", "250pkts")."""
+    quantity also accepts a unit string ("5ms", "10Gbps", "1500B", "250pkts").
+
+    Queueing: every port is a FIFO of `host_queue` / `switch_queue` packets or bytes;
+    `ecn_threshold` adds DCTCP's step marker on every port (host NICs too). Switch ports
+    may instead take a `scheduler` and an `aqm` from `isthmus.queues`."""
 
     def __init__(
         self,
@@ -33,6 +38,8 @@ class Simulation:
         host_queue: str = "250pkts",
         switch_queue: str = "250pkts",
         ecn_threshold: str | None = None,
+        scheduler=None,
+        aqm=None,
         sample_interval: int | str | None = None,
         tcp: TcpParams | None = None,
     ):
@@ -46,13 +53,15 @@ class Simulation:
         self.seed = seed
         self.tcp = tcp or TcpParams()
         self._tcp_core = self.tcp.as_core()
+        if aqm is not None and ecn_threshold is not None:
+            raise ValueError("give ecn_threshold (a step marker) or aqm, not both")
+        marker = Step(kind="step", k=ecn_threshold) if ecn_threshold is not None else None
         self._engine = _core.Engine(
             topology._core,
             seed,
-            limit(host_queue),
-            limit(switch_queue),
+            queue_config(host_queue, None, marker),
+            queue_config(switch_queue, scheduler, aqm or marker),
             routing,
-            limit(ecn_threshold) if ecn_threshold is not None else None,
             time_ps(sample_interval) if sample_interval is not None else None,
         )
 
@@ -214,6 +223,20 @@ class Simulation:
     def flows(self) -> dict[str, np.ndarray]:
         """Per-flow columns; times in ps and -1 where the event has not happened."""
         return self._engine.flow_table()
+
+    def queues(self) -> dict[str, np.ndarray]:
+        """One row per (port, class): waiting packets and bytes, packets in and out,
+        drops by cause (buffer, AQM), AQM marks, total sojourn, flows waiting (FQ)."""
+        return self._engine.queue_table()
+
+    def configure_queue(
+        self, switch: int | str, *, limit: str, scheduler=None, aqm=None, port: int | None = None
+    ) -> None:
+        """Replaces a switch port's (or every port's) queueing now; waiting packets are
+        kept (re-queued in service order if the scheduler or limit changes)."""
+        self._engine.configure_queue(
+            0, self.node_index(switch), queue_config(limit, scheduler, aqm), port
+        )
 
     def ports(self) -> dict[str, np.ndarray]:
         """Per-port columns: one row per egress port, with its node, peer and counters."""

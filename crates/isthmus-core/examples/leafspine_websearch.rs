@@ -6,6 +6,7 @@
 //! Arguments: the flow list, then spines, leaves and hosts per leaf. Prints finished
 //! flows, events, packet-hops and wall-clock time of the run.
 
+use isthmus_core::queue::QueueConfig;
 use isthmus_core::topology::builders::leaf_spine;
 use isthmus_core::units::{SEC, US};
 use isthmus_core::{Dctcp, Engine, EngineConfig, Limit, LinkSpec, TcpConfig};
@@ -28,7 +29,8 @@ fn main() {
     };
     let topo = leaf_spine(n(spines), n(leaves), n(hosts), host, fabric).unwrap();
     let config = EngineConfig {
-        ecn_threshold: Some(Limit::Packets(65)),
+        switch_queue: QueueConfig::step_marking(Limit::Packets(250), Limit::Packets(65)),
+        host_queue: QueueConfig::step_marking(Limit::Packets(250), Limit::Packets(65)),
         ..Default::default()
     };
     let mut engine = Engine::new(topo, config, 1);

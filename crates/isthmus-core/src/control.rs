@@ -106,17 +106,18 @@ pub enum Command {
         link: u32,
         up: bool,
     },
-    /// ECN step-marking threshold of one port of `switch` (None: every port); a None
-    /// threshold turns marking off.
-    SetEcnThreshold {
+    /// Replace the queueing of one port of `switch` (None: every port). A change of
+    /// AQM alone keeps the queues as they are; any other change re-queues the waiting
+    /// packets in service order under the new configuration.
+    ConfigureQueue {
         switch: u32,
         port: Option<u16>,
-        threshold: Option<crate::units::Limit>,
+        config: crate::queue::QueueConfig,
     },
 }
 
 use crate::engine::{Buffered, ControlTimer, Engine};
-use crate::event::EventKind;
+use crate::event::{EventKind, PortId};
 use crate::flowtable::{FlowEntry, Forward, Meter, Miss};
 use crate::packet::PacketId;
 use crate::topology::NodeKind;
@@ -354,8 +355,13 @@ impl Engine {
                 }
                 Ok(())
             }
-            Command::SetEcnThreshold { switch, port, .. } => {
+            Command::ConfigureQueue {
+                switch,
+                port,
+                config,
+            } => {
                 self.check_switch(*switch)?;
+                config.validate()?;
                 match port {
                     Some(p) => self.check_port(*switch, *p),
                     None => Ok(()),
@@ -519,10 +525,10 @@ impl Engine {
             Command::SetLink { link, up } => {
                 self.set_link_up(link as usize, up).expect("validated");
             }
-            Command::SetEcnThreshold {
+            Command::ConfigureQueue {
                 switch,
                 port,
-                threshold,
+                config,
             } => {
                 let node = &self.nodes[switch as usize];
                 let (first, count) = (node.first_port, node.num_ports as u32);
@@ -531,9 +537,31 @@ impl Engine {
                     None => first..first + count,
                 };
                 for p in ports {
-                    self.ports[p as usize].queue.ecn_threshold = threshold;
+                    self.configure_port(p, config.clone());
                 }
             }
+        }
+    }
+
+    /// Gives port `port` the queueing `config`, now.
+    pub fn configure_port(&mut self, port: PortId, config: crate::queue::QueueConfig) {
+        let now = self.now();
+        let p = &mut self.ports[port as usize];
+        let same_shape =
+            p.queue.config.scheduler == config.scheduler && p.queue.config.limit == config.limit;
+        if same_shape {
+            p.queue.set_aqm(config.aqm);
+            return;
+        }
+        let mut dropped = Vec::new();
+        let queue = p.reconfigured_queue(config, now, &mut dropped);
+        p.queue = queue;
+        for pkt in dropped {
+            let size = self.arena.get(pkt).size as u64;
+            let c = &mut self.ports[port as usize].counters;
+            c.drop_packets += 1;
+            c.drop_bytes += size;
+            self.drop_packet(pkt);
         }
     }
 

@@ -16,7 +16,7 @@ use crate::control::ControlEvent;
 use crate::event::{Event, EventKind, EventQueue, PortId};
 use crate::flowtable::{FlowAction, FlowTable, Forward, Group, Meter, Miss};
 use crate::packet::{Packet, PacketArena, PacketId, ECN_CE, ECN_NOT_ECT};
-use crate::queue::{Admission, DropTailQueue};
+use crate::queue::{Admitted, PortQueue, QueueConfig, Queued};
 use crate::rng::mix64;
 use crate::rng::{Rng, Stream};
 use crate::routing::{choose, reduce, RouteTable, RoutingPolicy};
@@ -26,17 +26,21 @@ use crate::topology::{NodeKind, Topology};
 use crate::transport::tcp::{TcpConfig, TcpFlow};
 use crate::transport::udp::{Arrivals, UdpSource, UDP_HEADER_BYTES};
 use crate::transport::{Flow, FlowRecord, Outbox, Transport};
-use crate::units::{serialization_time, Limit, Rate, Time};
+use crate::units::{serialization_time, Limit, Rate, Time, SEC};
+
+/// Time to send `bytes` at `rate` (ps), for delay estimates.
+#[inline]
+fn serialization_time_bytes(bytes: u64, rate: Rate) -> Time {
+    (bytes as u128 * 8 * SEC as u128 / rate as u128) as Time
+}
 
 /// Network-wide settings of an engine.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
-    /// Egress queue limit of host NICs.
-    pub host_queue: Limit,
-    /// Egress queue limit of switch ports.
-    pub switch_queue: Limit,
-    /// ECN step-marking threshold on switch ports (None: no marking).
-    pub ecn_threshold: Option<Limit>,
+    /// Queueing of host NICs.
+    pub host_queue: QueueConfig,
+    /// Queueing of switch ports.
+    pub switch_queue: QueueConfig,
     pub routing: RoutingPolicy,
     /// Sample per-port queues and counters at this interval (None: no time series).
     pub sample_interval: Option<Time>,
@@ -45,9 +49,8 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
-            host_queue: Limit::Packets(250),
-            switch_queue: Limit::Packets(250),
-            ecn_threshold: None,
+            host_queue: QueueConfig::drop_tail(Limit::Packets(250)),
+            switch_queue: QueueConfig::drop_tail(Limit::Packets(250)),
             routing: RoutingPolicy::Ecmp,
             sample_interval: None,
         }
@@ -68,11 +71,23 @@ pub struct Port {
     pub busy_until: Time,
     /// A down link loses what is sent onto it.
     pub up: bool,
-    pub queue: DropTailQueue,
+    pub queue: PortQueue,
+    /// The port's own random stream (probabilistic AQMs).
+    rng: Rng,
     pub counters: PortCounters,
 }
 
 impl Port {
+    /// This port's queue rebuilt for `config` (see [`PortQueue::reconfigured`]).
+    pub(crate) fn reconfigured_queue(
+        &mut self,
+        config: QueueConfig,
+        now: Time,
+        dropped: &mut Vec<PacketId>,
+    ) -> PortQueue {
+        self.queue.reconfigured(config, now, &mut self.rng, dropped)
+    }
+
     #[inline]
     fn serialization(&self, size: u32) -> Time {
         if self.ps_per_byte != 0 {
@@ -156,6 +171,8 @@ pub struct Engine {
     pub(crate) events: EventQueue,
     pub(crate) flows: Vec<Flow>,
     outbox: Outbox,
+    /// A reusable list of packets a queue dropped or pushed out.
+    scratch: Vec<PacketId>,
     // ---- the control plane's state (see control.rs) ----
     /// Events waiting for the control plane; recorded only while `control_attached`.
     pub(crate) control_events: Vec<(Time, ControlEvent)>,
@@ -214,12 +231,11 @@ impl Engine {
             for (k, &(_, link)) in adj.iter().enumerate() {
                 let l = &topology.links[link as usize];
                 let side = if l.a == n as u32 { 0 } else { 1 };
-                let limit = if host {
-                    config.host_queue
+                let queue = if host {
+                    &config.host_queue
                 } else {
-                    config.switch_queue
+                    &config.switch_queue
                 };
-                let ecn = config.ecn_threshold;
                 let per_byte = 8 * crate::units::SEC;
                 ports.push(Port {
                     node: n as u32,
@@ -234,7 +250,8 @@ impl Engine {
                     },
                     busy_until: 0,
                     up: true,
-                    queue: DropTailQueue::new(limit, ecn),
+                    queue: PortQueue::new(queue.clone()),
+                    rng: Rng::stream(seed, Stream::Aqm, ports.len() as u64),
                     counters: PortCounters::default(),
                 });
             }
@@ -257,6 +274,7 @@ impl Engine {
             events,
             flows: Vec::new(),
             outbox: Outbox::default(),
+            scratch: Vec::new(),
             control_events: Vec::new(),
             control_attached: false,
             buffers: Slab::default(),
@@ -650,23 +668,49 @@ impl Engine {
             self.drop_packet(pkt);
             return;
         }
+        let class = port.queue.class_of(packet.priority);
         if port.queue.is_empty() && port.busy_until <= now {
+            port.queue.note_passthrough(class, packet.size);
             self.transmit(port_id, pkt);
             return;
         }
-        match port.queue.admit(packet.size) {
-            Admission::Drop => {
+        let item = Queued::new(
+            pkt,
+            packet.size,
+            now,
+            packet.ecn != ECN_NOT_ECT,
+            packet.flow,
+            class,
+        );
+        // The wait ahead (the packet in service, then everything queued at line rate),
+        // which only PIE looks at.
+        let delay = if port.queue.needs_delay_estimate() {
+            port.busy_until.saturating_sub(now)
+                + serialization_time_bytes(port.queue.bytes(), port.rate)
+        } else {
+            0
+        };
+        let was_empty = port.queue.is_empty();
+        let mut evicted = std::mem::take(&mut self.scratch);
+        let admitted = port.queue.enqueue(
+            item,
+            packet.remaining,
+            delay,
+            now,
+            &mut port.rng,
+            &mut evicted,
+        );
+        match admitted {
+            Admitted::Dropped => {
                 port.counters.drop_packets += 1;
                 port.counters.drop_bytes += packet.size as u64;
                 self.drop_packet(pkt);
             }
-            Admission::Accept { mark_ce } => {
-                if mark_ce && packet.ecn != ECN_NOT_ECT {
+            Admitted::Queued { marked } => {
+                if marked {
                     packet.ecn = ECN_CE;
                     port.counters.ecn_marks += 1;
                 }
-                let was_empty = port.queue.is_empty();
-                port.queue.push(pkt, packet.size);
                 let c = &mut port.counters;
                 c.max_queue_packets = c.max_queue_packets.max(port.queue.len() as u64);
                 c.max_queue_bytes = c.max_queue_bytes.max(port.queue.bytes());
@@ -675,6 +719,19 @@ impl Engine {
                         .push(port.busy_until, EventKind::PortFree { port: port_id });
                 }
             }
+        }
+        self.drop_all_from(port_id, &mut evicted);
+        self.scratch = evicted;
+    }
+
+    /// Drops packets a port's queue pushed out, counting them against the port.
+    fn drop_all_from(&mut self, port_id: PortId, dropped: &mut Vec<PacketId>) {
+        for pkt in dropped.drain(..) {
+            let size = self.arena.get(pkt).size as u64;
+            let c = &mut self.ports[port_id as usize].counters;
+            c.drop_packets += 1;
+            c.drop_bytes += size;
+            self.drop_packet(pkt);
         }
     }
 
@@ -702,12 +759,25 @@ impl Engine {
     }
 
     fn on_port_free(&mut self, port_id: PortId) {
+        let now = self.now;
+        let mut dropped = std::mem::take(&mut self.scratch);
         let port = &mut self.ports[port_id as usize];
-        let pkt = port
-            .queue
-            .pop()
-            .expect("PortFree is only scheduled for a non-empty queue");
-        self.transmit(port_id, pkt);
+        if !port.up {
+            // The link went down with packets waiting: they are lost.
+            dropped.extend(port.queue.drain().iter().map(|q| q.pkt));
+            self.drop_all_from(port_id, &mut dropped);
+            self.scratch = dropped;
+            return;
+        }
+        let next = port.queue.dequeue(now, &mut dropped);
+        self.drop_all_from(port_id, &mut dropped);
+        self.scratch = dropped;
+        let Some((item, marked)) = next else { return };
+        if marked {
+            self.arena.get_mut(item.pkt).ecn = ECN_CE;
+            self.ports[port_id as usize].counters.ecn_marks += 1;
+        }
+        self.transmit(port_id, item.pkt);
         let port = &self.ports[port_id as usize];
         if !port.queue.is_empty() {
             self.events
@@ -845,8 +915,10 @@ impl Engine {
     pub fn audit_in_flight(&self) -> InFlight {
         let mut total = InFlight::default();
         for port in &self.ports {
-            total.packets += port.queue.len() as u64;
-            total.bytes += port.queue.bytes();
+            for pkt in port.queue.packets() {
+                total.packets += 1;
+                total.bytes += self.arena.get(pkt).size as u64;
+            }
         }
         for ev in self.events.iter() {
             if let EventKind::Arrive { pkt, .. } = ev.kind {

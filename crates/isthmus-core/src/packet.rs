@@ -43,6 +43,8 @@ pub struct Packet {
     pub priority: u8,
     /// The flow this packet belongs to (index into the engine's flow table).
     pub flow: u32,
+    /// Bytes the flow still had to send when this packet left its host (SRPT ranks).
+    pub remaining: u64,
     /// Free for controllers' and transports' use (e.g. a path id or a timestamp echo).
     pub tag: [u32; 2],
     /// When the sending transport created it.

@@ -26,6 +26,8 @@ pub enum Stream {
     Flow = 3,
     /// Workload generation done in the engine (flow sizes, arrivals, destinations).
     Workload = 4,
+    /// Per-port probabilistic AQM decisions (RED, ramps, PIE).
+    Aqm = 5,
 }
 
 #[derive(Clone, Debug)]

@@ -3,6 +3,7 @@
 
 use isthmus_core::control::{Command, ControlEvent};
 use isthmus_core::flowtable::{FlowAction, FlowMatch, Forward, Group, Miss, RemovalReason};
+use isthmus_core::queue::QueueConfig;
 use isthmus_core::topology::builders::leaf_spine;
 use isthmus_core::units::{MS, SEC, US};
 use isthmus_core::{Arrivals, Engine, EngineConfig, LinkSpec, TcpConfig, UdpFlowSpec};
@@ -454,7 +455,14 @@ fn migrate(make_before_break: bool) -> (u64, u64) {
         delay: US,
     };
     let config = EngineConfig {
-        ecn_threshold: Some(isthmus_core::Limit::Packets(65)),
+        switch_queue: QueueConfig::step_marking(
+            isthmus_core::Limit::Packets(250),
+            isthmus_core::Limit::Packets(65),
+        ),
+        host_queue: QueueConfig::step_marking(
+            isthmus_core::Limit::Packets(250),
+            isthmus_core::Limit::Packets(65),
+        ),
         ..Default::default()
     };
     let mut e = Engine::new(leaf_spine(2, 2, 2, link, link).unwrap(), config, 1);
@@ -544,13 +552,14 @@ fn ecn_thresholds_change_at_runtime() {
     e.run_until(2 * MS);
     let marks = |e: &Engine| e.ports.iter().map(|p| p.counters.ecn_marks).sum::<u64>();
     assert_eq!(marks(&e), 0, "no threshold, no marks");
-    let threshold = Some(isthmus_core::Limit::Packets(20));
+    let limit = isthmus_core::Limit::Packets(250);
+    let config = QueueConfig::step_marking(limit, isthmus_core::Limit::Packets(20));
     e.issue(
         0,
-        Command::SetEcnThreshold {
+        Command::ConfigureQueue {
             switch: leaf0,
             port: Some(4),
-            threshold,
+            config: config.clone(),
         },
     )
     .unwrap();
@@ -569,10 +578,10 @@ fn ecn_thresholds_change_at_runtime() {
     let err = e
         .issue(
             0,
-            Command::SetEcnThreshold {
+            Command::ConfigureQueue {
                 switch: leaf0,
                 port: Some(12),
-                threshold,
+                config,
             },
         )
         .unwrap_err();

@@ -1,6 +1,7 @@
 //! Whole-engine checks against physics and queueing theory.
 
 use isthmus_core::flowtable::{FlowAction, FlowMatch, Forward};
+use isthmus_core::queue::QueueConfig;
 use isthmus_core::rng::{Rng, Stream};
 use isthmus_core::topology::builders::leaf_spine;
 use isthmus_core::units::{serialization_time, MS, SEC, US};
@@ -59,7 +60,7 @@ fn one_packet_crosses_a_leaf_spine_in_serialisation_plus_propagation() {
 fn md1_mean_wait(load: f64, packets: u64) -> (f64, f64) {
     let rate = 10 * G;
     let config = EngineConfig {
-        host_queue: Limit::Packets(1 << 30),
+        host_queue: QueueConfig::drop_tail(Limit::Packets(1 << 30)),
         ..Default::default()
     };
     let mut e = Engine::new(dumbbell(10), config, 42);
@@ -130,8 +131,8 @@ fn random_engine_seeded(layout: u64, seed: u64, sample_interval: Option<u64>) ->
     let topo = random_topology(&mut rng);
     let hosts = topo.num_hosts() as u64;
     let config = EngineConfig {
-        host_queue: Limit::Packets(8 + rng.below(30)),
-        switch_queue: Limit::Bytes(15_000 + rng.below(60_000)),
+        host_queue: QueueConfig::drop_tail(Limit::Packets(8 + rng.below(30))),
+        switch_queue: QueueConfig::drop_tail(Limit::Bytes(15_000 + rng.below(60_000))),
         routing: [
             RoutingPolicy::Ecmp,
             RoutingPolicy::Spray,
@@ -264,7 +265,7 @@ fn uplink_counts(policy: RoutingPolicy, seed: u64, flows: u64, packets_per_flow:
     let topo = leaf_spine(spines, 2, 16, link(10, US), link(40, US)).unwrap();
     let config = EngineConfig {
         routing: policy,
-        host_queue: Limit::Packets(1 << 20),
+        host_queue: QueueConfig::drop_tail(Limit::Packets(1 << 20)),
         ..Default::default()
     };
     let mut e = Engine::new(topo, config, seed);

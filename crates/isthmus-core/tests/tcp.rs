@@ -1,5 +1,6 @@
 //! TCP NewReno and DCTCP against what their specifications and theory promise.
 
+use isthmus_core::queue::QueueConfig;
 use isthmus_core::units::{serialization_time, MS, SEC, US};
 use isthmus_core::{Dctcp, Engine, EngineConfig, Limit, LinkSpec, NodeKind, TcpConfig, Topology};
 
@@ -62,7 +63,7 @@ fn one_flow_fills_its_bottleneck() {
 #[test]
 fn slow_start_losses_are_repaired_by_fast_retransmit() {
     let config = EngineConfig {
-        switch_queue: Limit::Packets(30),
+        switch_queue: QueueConfig::drop_tail(Limit::Packets(30)),
         ..Default::default()
     };
     let mut e = Engine::new(star(1, 10 * G, G), config, 2);
@@ -105,8 +106,7 @@ fn dctcp_flows_share_fairly_and_hold_the_queue_near_k() {
     let k = 65;
     let n = 4;
     let config = EngineConfig {
-        switch_queue: Limit::Packets(250),
-        ecn_threshold: Some(Limit::Packets(k)),
+        switch_queue: QueueConfig::step_marking(Limit::Packets(250), Limit::Packets(k)),
         sample_interval: Some(10 * US),
         ..Default::default()
     };
@@ -217,7 +217,7 @@ fn delayed_acks_halve_the_ack_count_and_the_timer_flushes_the_tail() {
     let mut acks = Vec::new();
     // A NIC queue longer than the receive window: no losses, so every packet is counted once.
     let lossless = EngineConfig {
-        host_queue: Limit::Packets(10_000),
+        host_queue: QueueConfig::drop_tail(Limit::Packets(10_000)),
         ..Default::default()
     };
     for ack_every in [1, 2] {

@@ -395,29 +395,6 @@ impl Engine {
         self.issue(delay, Command::Pace { flow, rate })
     }
 
-    /// ECN marking threshold of `port` of `switch` (every port if None): a limit as
-    /// ("packets" | "bytes", value), or None to stop marking.
-    #[pyo3(signature = (delay, switch, port=None, threshold=None))]
-    fn set_ecn_threshold(
-        &mut self,
-        delay: u64,
-        switch: u32,
-        port: Option<u16>,
-        threshold: Option<(String, u64)>,
-    ) -> PyResult<()> {
-        let threshold = threshold
-            .map(|(kind, value)| crate::limit_from(&kind, value))
-            .transpose()?;
-        self.issue(
-            delay,
-            Command::SetEcnThreshold {
-                switch,
-                port,
-                threshold,
-            },
-        )
-    }
-
     fn set_link(&mut self, delay: u64, link: u32, up: bool) -> PyResult<()> {
         self.issue(delay, Command::SetLink { link, up })
     }

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 mod control;
+mod queue;
 
 pub(crate) fn value_error(e: impl ToString) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -417,23 +418,21 @@ fn opt_i64(t: Option<Time>) -> i64 {
 #[pymethods]
 impl Engine {
     #[new]
-    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, ecn_threshold=None, sample_interval=None))]
+    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None))]
     fn new(
         topology: &Topology,
         seed: u64,
-        host_queue: (String, u64),
-        switch_queue: (String, u64),
+        host_queue: &Bound<'_, PyDict>,
+        switch_queue: &Bound<'_, PyDict>,
         routing: &str,
-        ecn_threshold: Option<(String, u64)>,
         sample_interval: Option<u64>,
     ) -> PyResult<Self> {
         if sample_interval == Some(0) {
             return Err(value_error("sample_interval must be greater than zero"));
         }
         let config = EngineConfig {
-            host_queue: limit_from(&host_queue.0, host_queue.1)?,
-            switch_queue: limit_from(&switch_queue.0, switch_queue.1)?,
-            ecn_threshold: ecn_threshold.map(|(k, v)| limit_from(&k, v)).transpose()?,
+            host_queue: queue::queue_config_from(host_queue)?,
+            switch_queue: queue::queue_config_from(switch_queue)?,
             routing: RoutingPolicy::parse(routing).map_err(value_error)?,
             sample_interval,
         };

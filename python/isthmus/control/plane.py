@@ -29,6 +29,7 @@ from isthmus.control.events import (
     Tick,
     decode,
 )
+from isthmus.queues import queue_config
 from isthmus.simulation import Simulation
 from isthmus.units import limit as units_limit
 from isthmus.units import rate_bps, size_bytes, time_ps
@@ -200,15 +201,27 @@ class Controller(_Program):
     def set_link(self, link: int, up: bool) -> None:
         self._plane._engine_call("set_link", 0, link, up)
 
+    def configure_queue(
+        self, switch: int | str, *, limit: str, scheduler=None, aqm=None, port: int | None = None
+    ) -> None:
+        """Replaces the queueing (limit, `isthmus.queues` scheduler and AQM) of one port
+        or every port of a switch."""
+        config = queue_config(limit, scheduler, aqm)
+        self._plane._engine_call("configure_queue", 0, self._plane.ports.node(switch), config, port)
+
     def set_ecn_threshold(
         self, switch: int | str, threshold: str | None, port: int | None = None
     ) -> None:
-        """ECN marking threshold ("65pkts", "100KB") of one port or all ports of a
-        switch; None stops marking."""
-        limit = None if threshold is None else units_limit(threshold)
-        self._plane._engine_call(
-            "set_ecn_threshold", 0, self._plane.ports.node(switch), port, limit
-        )
+        """Makes the port's (or every port's) AQM DCTCP's step marker at `threshold`
+        ("65pkts", "100KB"), or drop-tail with None; scheduler and limit stay."""
+        node = self._plane.ports.node(switch)
+        port_rows = np.flatnonzero(self.sim.ports()["node"] == node)
+        first = self.sim._engine.queue_config(int(port_rows[port if port is not None else 0]))
+        aqm = {"kind": "drop_tail"}
+        if threshold is not None:
+            k = units_limit(threshold)
+            aqm = {"kind": "ramp", "kmin": k, "kmax": k, "pmax": 1.0}
+        self._plane._engine_call("configure_queue", 0, node, {**first, "aqm": aqm}, port)
 
     # ---- paths -------------------------------------------------------------------------
 

@@ -63,6 +63,7 @@ class EcnThresholdEnv(gym.Env):
         self._switches = [i for i, kind in enumerate(nodes["kind"]) if kind == "switch"]
         self._switch_ports = np.flatnonzero(np.isin(ports["node"], self._switches))
         self._rates = ports["rate_bps"][self._switch_ports]
+        self._queue = probe._engine.queue_config(int(self._switch_ports[0]))
         kind, value = units.limit(self.scenario.network.switch_queue)
         self._queue_limit = value if kind == "packets" else max(1, value // FULL_PACKET_BYTES)
         self.observation_space = gym.spaces.Box(
@@ -88,7 +89,9 @@ class EcnThresholdEnv(gym.Env):
             raise ValueError(f"action {action} is outside {self.action_space}")
         engine = self.sim._engine
         for switch, choice in zip(self._switches, action.tolist(), strict=True):
-            engine.set_ecn_threshold(0, switch, None, self.thresholds[choice])
+            k = self.thresholds[choice]
+            marker = {"kind": "ramp", "kmin": k, "kmax": k, "pmax": 1.0}
+            engine.configure_queue(0, switch, {**self._queue, "aqm": marker})
         start = self.sim.now
         engine.run_until(start + self.interval)
         observation, utilization = self._observe(elapsed=self.interval)

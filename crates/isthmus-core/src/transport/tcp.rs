@@ -438,6 +438,7 @@ impl TcpFlow {
         if self.cfg.dctcp.is_some() {
             pkt.ecn = ECN_ECT0;
         }
+        pkt.remaining = self.size.saturating_sub(offset);
         stamp(&mut pkt, io.now);
         io.record.bytes_sent += len;
         self.emit(io, pkt);

@@ -105,6 +105,7 @@ impl UdpSource {
             payload,
             seq: self.next_seq,
             flow,
+            remaining: self.remaining,
             created: now,
             ..Default::default()
         });

@@ -1,0 +1,992 @@
+//! A port's egress queueing: which packet to send next (the scheduler) and how long
+//! queues may grow, which packet to drop or mark (the AQM, one instance per queue),
+//! within one buffer limit for the whole port.
+//!
+//! Schedulers:
+//! - `Fifo`: one queue;
+//! - `StrictPriority`: one queue per class; class 0 first, a lower class only when every
+//!   higher one is empty;
+//! - `Drr`: deficit round robin over the classes, each allowed its quantum of bytes per
+//!   round (Shreedhar & Varghese 1995);
+//! - `Wfq`: weighted fair queueing over the classes, by self-clocked finish tags
+//!   (SCFQ, Golestani 1994);
+//! - `Fq`: a queue per flow, each with its own AQM instance, served by RFC 8290's
+//!   deficit round robin with new flows first (FQ-CoDel's scheduler);
+//! - `Pifo`: one push-in first-out queue ordered by a rank function: arrival time
+//!   (FIFO), the flow's remaining bytes (SRPT, as pFabric), start-time fair queueing's
+//!   virtual start tag, or an earliest-deadline tag; a full PIFO evicts its worst rank.
+//!
+//! A packet's class is its priority field, capped at the last class. The buffer holds
+//! packets waiting for the transmitter; a full buffer drops the arrival (FQ drops from
+//! the longest flow's head instead, as RFC 8290 does).
+
+pub mod aqm;
+
+use crate::packet::PacketId;
+use crate::rng::Rng;
+use crate::units::{Limit, Time};
+pub use aqm::{Aqm, AqmConfig, QueueView, Verdict};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+/// How a PIFO ranks packets (lower ranks leave first).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rank {
+    /// Arrival time: a FIFO.
+    Arrival,
+    /// The flow's bytes still to send when the packet left its host (pFabric's SRPT).
+    RemainingSize,
+    /// Start-time fair queueing's virtual start tag: per-flow fair shares.
+    StartTime,
+    /// Creation time plus a per-class delay budget: earliest deadline first.
+    Deadline { budgets: Vec<Time> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SchedulerConfig {
+    Fifo,
+    StrictPriority { classes: u8 },
+    Drr { quanta: Vec<u32> },
+    Wfq { weights: Vec<u32> },
+    Fq { quantum: u32 },
+    Pifo { rank: Rank },
+}
+
+/// Everything about one port's queueing; can be replaced while the simulation runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueConfig {
+    pub limit: Limit,
+    pub scheduler: SchedulerConfig,
+    pub aqm: AqmConfig,
+}
+
+impl QueueConfig {
+    pub fn drop_tail(limit: Limit) -> QueueConfig {
+        QueueConfig {
+            limit,
+            scheduler: SchedulerConfig::Fifo,
+            aqm: AqmConfig::DropTail,
+        }
+    }
+
+    /// A FIFO marking ECN above `k` (the DCTCP switch).
+    pub fn step_marking(limit: Limit, k: Limit) -> QueueConfig {
+        QueueConfig {
+            limit,
+            scheduler: SchedulerConfig::Fifo,
+            aqm: AqmConfig::step(k),
+        }
+    }
+
+    pub fn classes(&self) -> usize {
+        match &self.scheduler {
+            SchedulerConfig::Fifo | SchedulerConfig::Fq { .. } | SchedulerConfig::Pifo { .. } => 1,
+            SchedulerConfig::StrictPriority { classes } => *classes as usize,
+            SchedulerConfig::Drr { quanta } => quanta.len(),
+            SchedulerConfig::Wfq { weights } => weights.len(),
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        self.aqm.validate()?;
+        if matches!(self.limit, Limit::Packets(0) | Limit::Bytes(0)) {
+            return Err("a queue limit must be greater than zero".into());
+        }
+        match &self.scheduler {
+            SchedulerConfig::StrictPriority { classes: 0 } => {
+                Err("strict priority needs at least one class".into())
+            }
+            SchedulerConfig::Drr { quanta } if quanta.is_empty() || quanta.contains(&0) => {
+                Err("DRR needs one positive quantum (bytes) per class".into())
+            }
+            SchedulerConfig::Wfq { weights } if weights.is_empty() || weights.contains(&0) => {
+                Err("WFQ needs one positive weight per class".into())
+            }
+            SchedulerConfig::Fq { quantum: 0 } => Err("FQ needs a positive quantum (bytes)".into()),
+            SchedulerConfig::Pifo {
+                rank: Rank::Deadline { budgets },
+            } if budgets.is_empty() => {
+                Err("a deadline rank needs one delay budget per class".into())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A packet waiting in a queue, with what the queue needs to know about it.
+#[derive(Clone, Copy, Debug)]
+pub struct Queued {
+    pub pkt: PacketId,
+    pub size: u32,
+    pub enqueued: Time,
+    pub ect: bool,
+    pub flow: u32,
+    pub class: u8,
+    /// Scheduling tag: WFQ finish tag, or PIFO rank.
+    tag: f64,
+}
+
+impl Queued {
+    pub fn new(
+        pkt: PacketId,
+        size: u32,
+        enqueued: Time,
+        ect: bool,
+        flow: u32,
+        class: u8,
+    ) -> Queued {
+        Queued {
+            pkt,
+            size,
+            enqueued,
+            ect,
+            flow,
+            class,
+            tag: 0.0,
+        }
+    }
+}
+
+/// Counters of one queue (a class, or all of FQ's flows together).
+#[derive(Clone, Debug, Default)]
+pub struct QueueCounters {
+    pub enqueued: u64,
+    pub dequeued: u64,
+    pub dequeued_bytes: u64,
+    /// Dropped for want of buffer (tail drops, evictions).
+    pub buffer_drops: u64,
+    /// Dropped by the AQM.
+    pub aqm_drops: u64,
+    pub aqm_marks: u64,
+    /// Sum over dequeued packets of their time in the queue.
+    pub sojourn_ps: u64,
+    pub max_packets: u64,
+}
+
+#[derive(Clone, Debug)]
+struct SubQueue {
+    fifo: VecDeque<Queued>,
+    bytes: u64,
+    aqm: Aqm,
+}
+
+impl SubQueue {
+    fn new(aqm: &AqmConfig) -> SubQueue {
+        SubQueue {
+            fifo: VecDeque::new(),
+            bytes: 0,
+            aqm: Aqm::new(aqm.clone()),
+        }
+    }
+
+    fn push(&mut self, q: Queued) {
+        self.bytes += q.size as u64;
+        self.fifo.push_back(q);
+    }
+
+    fn pop(&mut self) -> Option<Queued> {
+        let q = self.fifo.pop_front()?;
+        self.bytes -= q.size as u64;
+        Some(q)
+    }
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    Classes {
+        queues: Vec<SubQueue>,
+        deficits: Vec<i64>,
+        active: VecDeque<usize>,
+        /// DRR: the class at the front of `active` has had its quantum this round.
+        front_credited: bool,
+        finish: Vec<f64>,
+        virtual_time: f64,
+    },
+    Fq {
+        flows: HashMap<u32, (SubQueue, i64)>,
+        new_flows: VecDeque<u32>,
+        old_flows: VecDeque<u32>,
+    },
+    Pifo {
+        heap: BinaryHeap<Reverse<PifoItem>>,
+        aqm: Aqm,
+        flow_finish: HashMap<u32, f64>,
+        virtual_time: f64,
+        bytes: u64,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct PifoItem {
+    rank: f64,
+    seq: u64,
+    item: Queued,
+}
+
+impl PartialEq for PifoItem {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for PifoItem {}
+impl PartialOrd for PifoItem {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for PifoItem {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.rank
+            .total_cmp(&other.rank)
+            .then(self.seq.cmp(&other.seq))
+    }
+}
+
+/// What became of an arriving packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admitted {
+    Queued {
+        marked: bool,
+    },
+    /// The arriving packet was dropped (buffer full, or the AQM).
+    Dropped,
+}
+
+/// One port's queueing system.
+#[derive(Clone, Debug)]
+pub struct PortQueue {
+    pub config: QueueConfig,
+    packets: u64,
+    bytes: u64,
+    state: State,
+    pub counters: Vec<QueueCounters>,
+    seq: u64,
+}
+
+fn exceeds(limit: Limit, packets: u64, bytes: u64) -> bool {
+    match limit {
+        Limit::Packets(n) => packets > n,
+        Limit::Bytes(n) => bytes > n,
+    }
+}
+
+impl PortQueue {
+    pub fn new(config: QueueConfig) -> PortQueue {
+        let classes = config.classes();
+        let state = match &config.scheduler {
+            SchedulerConfig::Fq { .. } => State::Fq {
+                flows: HashMap::new(),
+                new_flows: VecDeque::new(),
+                old_flows: VecDeque::new(),
+            },
+            SchedulerConfig::Pifo { .. } => State::Pifo {
+                heap: BinaryHeap::new(),
+                aqm: Aqm::new(config.aqm.clone()),
+                flow_finish: HashMap::new(),
+                virtual_time: 0.0,
+                bytes: 0,
+            },
+            _ => State::Classes {
+                queues: (0..classes).map(|_| SubQueue::new(&config.aqm)).collect(),
+                deficits: vec![0; classes],
+                active: VecDeque::new(),
+                front_credited: false,
+                finish: vec![0.0; classes],
+                virtual_time: 0.0,
+            },
+        };
+        PortQueue {
+            counters: vec![QueueCounters::default(); classes],
+            config,
+            packets: 0,
+            bytes: 0,
+            state,
+            seq: 0,
+        }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.packets as usize
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.packets == 0
+    }
+
+    #[inline]
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Whether the AQM wants the arriving packet's expected queueing delay.
+    #[inline]
+    pub fn needs_delay_estimate(&self) -> bool {
+        matches!(self.config.aqm, AqmConfig::Pie { .. })
+    }
+
+    /// The class a packet of `priority` joins.
+    #[inline]
+    pub fn class_of(&self, priority: u8) -> u8 {
+        priority.min(self.counters.len() as u8 - 1)
+    }
+
+    /// Records a packet that found the port idle and went straight to the transmitter.
+    #[inline]
+    pub fn note_passthrough(&mut self, class: u8, size: u32) {
+        let c = &mut self.counters[class as usize];
+        c.enqueued += 1;
+        c.dequeued += 1;
+        c.dequeued_bytes += size as u64;
+    }
+
+    /// Admits `item` (with `rank_hint`, the flow's remaining bytes, for SRPT) or not.
+    /// `delay` estimates the queueing delay it faces (PIE uses it). Waiting packets
+    /// pushed out to make room (FQ, PIFO) are appended to `evicted`.
+    pub fn enqueue(
+        &mut self,
+        mut item: Queued,
+        rank_hint: u64,
+        delay: Time,
+        now: Time,
+        rng: &mut Rng,
+        evicted: &mut Vec<PacketId>,
+    ) -> Admitted {
+        let class = item.class as usize;
+        self.counters[class].enqueued += 1;
+        let full = exceeds(
+            self.config.limit,
+            self.packets + 1,
+            self.bytes + item.size as u64,
+        );
+        let limit = self.config.limit;
+        let verdict = match &mut self.state {
+            State::Classes {
+                queues,
+                deficits,
+                active,
+                finish,
+                virtual_time,
+                ..
+            } => {
+                if full {
+                    self.counters[class].buffer_drops += 1;
+                    return Admitted::Dropped;
+                }
+                let q = &mut queues[class];
+                let view = QueueView {
+                    packets: q.fifo.len() as u64 + 1,
+                    bytes: q.bytes + item.size as u64,
+                };
+                let verdict = q.aqm.on_enqueue(view, item.ect, delay, now, rng);
+                if verdict != Verdict::Drop {
+                    if let SchedulerConfig::Wfq { weights } = &self.config.scheduler {
+                        let start = finish[class].max(*virtual_time);
+                        finish[class] = start + item.size as f64 / weights[class] as f64;
+                        item.tag = finish[class];
+                    }
+                    if q.fifo.is_empty()
+                        && matches!(self.config.scheduler, SchedulerConfig::Drr { .. })
+                    {
+                        deficits[class] = 0;
+                        active.push_back(class);
+                    }
+                    q.push(item);
+                }
+                verdict
+            }
+            State::Fq {
+                flows,
+                new_flows,
+                old_flows,
+            } => {
+                let quantum = match self.config.scheduler {
+                    SchedulerConfig::Fq { quantum } => quantum as i64,
+                    _ => unreachable!(),
+                };
+                if full {
+                    // RFC 8290: make room by dropping from the heads of the longest flows.
+                    while exceeds(limit, self.packets + 1, self.bytes + item.size as u64) {
+                        let fattest = flows
+                            .iter()
+                            .max_by_key(|(_, (q, _))| q.bytes)
+                            .map(|(&f, _)| f);
+                        let Some(victim) = fattest
+                            .and_then(|f| flows.get_mut(&f))
+                            .and_then(|(q, _)| q.pop())
+                        else {
+                            self.counters[class].buffer_drops += 1;
+                            return Admitted::Dropped;
+                        };
+                        self.packets -= 1;
+                        self.bytes -= victim.size as u64;
+                        self.counters[victim.class as usize].buffer_drops += 1;
+                        evicted.push(victim.pkt);
+                    }
+                }
+                let aqm = &self.config.aqm;
+                let (q, deficit) = flows
+                    .entry(item.flow)
+                    .or_insert_with(|| (SubQueue::new(aqm), 0));
+                let view = QueueView {
+                    packets: q.fifo.len() as u64 + 1,
+                    bytes: q.bytes + item.size as u64,
+                };
+                let verdict = q.aqm.on_enqueue(view, item.ect, delay, now, rng);
+                if verdict != Verdict::Drop {
+                    let listed = !q.fifo.is_empty()
+                        || new_flows.contains(&item.flow)
+                        || old_flows.contains(&item.flow);
+                    if !listed {
+                        *deficit = quantum;
+                        new_flows.push_back(item.flow);
+                    }
+                    q.push(item);
+                }
+                verdict
+            }
+            State::Pifo {
+                heap,
+                aqm,
+                flow_finish,
+                virtual_time,
+                bytes,
+            } => {
+                item.tag = match &self.config.scheduler {
+                    SchedulerConfig::Pifo {
+                        rank: Rank::Arrival,
+                    } => now as f64,
+                    SchedulerConfig::Pifo {
+                        rank: Rank::RemainingSize,
+                    } => rank_hint as f64,
+                    SchedulerConfig::Pifo {
+                        rank: Rank::StartTime,
+                    } => {
+                        let f = flow_finish.entry(item.flow).or_insert(0.0);
+                        let start = f.max(*virtual_time);
+                        *f = start + item.size as f64;
+                        start
+                    }
+                    SchedulerConfig::Pifo {
+                        rank: Rank::Deadline { budgets },
+                    } => {
+                        let budget = budgets[(item.class as usize).min(budgets.len() - 1)];
+                        (item.enqueued + budget) as f64
+                    }
+                    _ => unreachable!(),
+                };
+                if full {
+                    // Push out the worst-ranked packet, if it ranks below the arrival.
+                    let worst = heap
+                        .iter()
+                        .max_by(|a, b| a.0.cmp(&b.0))
+                        .map(|r| (r.0.rank, r.0.seq));
+                    match worst {
+                        Some((rank, seq)) if rank > item.tag => {
+                            let mut items: Vec<_> = std::mem::take(heap).into_vec();
+                            let at = items
+                                .iter()
+                                .position(|r| r.0.seq == seq)
+                                .expect("found above");
+                            let v = items.swap_remove(at).0.item;
+                            *heap = BinaryHeap::from(items);
+                            self.packets -= 1;
+                            self.bytes -= v.size as u64;
+                            *bytes -= v.size as u64;
+                            self.counters[class].buffer_drops += 1;
+                            evicted.push(v.pkt);
+                        }
+                        _ => {
+                            self.counters[class].buffer_drops += 1;
+                            return Admitted::Dropped;
+                        }
+                    }
+                }
+                let view = QueueView {
+                    packets: heap.len() as u64 + 1,
+                    bytes: *bytes + item.size as u64,
+                };
+                let verdict = aqm.on_enqueue(view, item.ect, delay, now, rng);
+                if verdict != Verdict::Drop {
+                    self.seq += 1;
+                    *bytes += item.size as u64;
+                    heap.push(Reverse(PifoItem {
+                        rank: item.tag,
+                        seq: self.seq,
+                        item,
+                    }));
+                }
+                verdict
+            }
+        };
+        let c = &mut self.counters[class];
+        match verdict {
+            Verdict::Drop => {
+                c.aqm_drops += 1;
+                return Admitted::Dropped;
+            }
+            Verdict::Mark => c.aqm_marks += 1,
+            Verdict::Pass => {}
+        }
+        self.packets += 1;
+        self.bytes += item.size as u64;
+        c.max_packets = c.max_packets.max(self.packets);
+        Admitted::Queued {
+            marked: verdict == Verdict::Mark,
+        }
+    }
+
+    /// The next packet to transmit and whether the AQM marked it; packets the AQM drops
+    /// on the way out are appended to `dropped`.
+    pub fn dequeue(&mut self, now: Time, dropped: &mut Vec<PacketId>) -> Option<(Queued, bool)> {
+        loop {
+            let (item, verdict) = self.pick(now)?;
+            self.packets -= 1;
+            self.bytes -= item.size as u64;
+            let c = &mut self.counters[item.class as usize];
+            match verdict {
+                Verdict::Drop => {
+                    c.aqm_drops += 1;
+                    dropped.push(item.pkt);
+                }
+                _ => {
+                    c.dequeued += 1;
+                    c.dequeued_bytes += item.size as u64;
+                    c.sojourn_ps += now - item.enqueued;
+                    if verdict == Verdict::Mark {
+                        c.aqm_marks += 1;
+                    }
+                    return Some((item, verdict == Verdict::Mark));
+                }
+            }
+        }
+    }
+
+    /// Takes the scheduler's next packet out of its queue, with the AQM's verdict.
+    fn pick(&mut self, now: Time) -> Option<(Queued, Verdict)> {
+        match &mut self.state {
+            State::Classes {
+                queues,
+                deficits,
+                active,
+                virtual_time,
+                front_credited,
+                ..
+            } => {
+                let class = match &self.config.scheduler {
+                    SchedulerConfig::Fifo | SchedulerConfig::StrictPriority { .. } => {
+                        queues.iter().position(|q| !q.fifo.is_empty())?
+                    }
+                    SchedulerConfig::Wfq { .. } => {
+                        let mut best: Option<(usize, f64)> = None;
+                        for (c, q) in queues.iter().enumerate() {
+                            if let Some(head) = q.fifo.front() {
+                                if best.is_none_or(|(_, tag)| head.tag < tag) {
+                                    best = Some((c, head.tag));
+                                }
+                            }
+                        }
+                        let (c, tag) = best?;
+                        *virtual_time = tag;
+                        c
+                    }
+                    SchedulerConfig::Drr { quanta } => loop {
+                        let c = *active.front()?;
+                        if !*front_credited {
+                            deficits[c] += quanta[c] as i64;
+                            *front_credited = true;
+                        }
+                        let head = queues[c]
+                            .fifo
+                            .front()
+                            .expect("active classes are non-empty")
+                            .size as i64;
+                        if deficits[c] >= head {
+                            deficits[c] -= head;
+                            break c;
+                        }
+                        active.rotate_left(1);
+                        *front_credited = false;
+                    },
+                    _ => unreachable!(),
+                };
+                let q = &mut queues[class];
+                let item = q.pop().expect("chosen class is non-empty");
+                if q.fifo.is_empty() {
+                    if let Some(at) = active.iter().position(|&c| c == class) {
+                        active.remove(at);
+                        if at == 0 {
+                            *front_credited = false;
+                        }
+                    }
+                    deficits[class] = 0;
+                    q.aqm.on_idle(now);
+                }
+                let verdict = q
+                    .aqm
+                    .on_dequeue(now - item.enqueued, q.bytes, item.ect, now);
+                Some((item, verdict))
+            }
+            State::Fq {
+                flows,
+                new_flows,
+                old_flows,
+            } => {
+                let quantum = match self.config.scheduler {
+                    SchedulerConfig::Fq { quantum } => quantum as i64,
+                    _ => unreachable!(),
+                };
+                loop {
+                    let from_new = !new_flows.is_empty();
+                    let list = if from_new {
+                        &mut *new_flows
+                    } else {
+                        &mut *old_flows
+                    };
+                    let flow = *list.front()?;
+                    let (q, deficit) = flows.get_mut(&flow).expect("listed flows exist");
+                    if *deficit <= 0 {
+                        *deficit += quantum;
+                        list.pop_front();
+                        old_flows.push_back(flow);
+                        continue;
+                    }
+                    match q.pop() {
+                        Some(item) => {
+                            *deficit -= item.size as i64;
+                            let verdict =
+                                q.aqm
+                                    .on_dequeue(now - item.enqueued, q.bytes, item.ect, now);
+                            return Some((item, verdict));
+                        }
+                        None => {
+                            list.pop_front();
+                            if from_new && !old_flows.is_empty() {
+                                old_flows.push_back(flow);
+                            } else {
+                                flows.remove(&flow);
+                            }
+                        }
+                    }
+                }
+            }
+            State::Pifo {
+                heap,
+                aqm,
+                virtual_time,
+                bytes,
+                ..
+            } => {
+                let Reverse(top) = heap.pop()?;
+                *bytes -= top.item.size as u64;
+                if matches!(
+                    self.config.scheduler,
+                    SchedulerConfig::Pifo {
+                        rank: Rank::StartTime
+                    }
+                ) {
+                    *virtual_time = top.rank;
+                }
+                let verdict = aqm.on_dequeue(now - top.item.enqueued, *bytes, top.item.ect, now);
+                Some((top.item, verdict))
+            }
+        }
+    }
+
+    /// Every waiting packet, in no particular order.
+    pub fn packets(&self) -> Vec<PacketId> {
+        match &self.state {
+            State::Classes { queues, .. } => queues
+                .iter()
+                .flat_map(|q| q.fifo.iter().map(|i| i.pkt))
+                .collect(),
+            State::Fq { flows, .. } => flows
+                .values()
+                .flat_map(|(q, _)| q.fifo.iter().map(|i| i.pkt))
+                .collect(),
+            State::Pifo { heap, .. } => heap.iter().map(|r| r.0.item.pkt).collect(),
+        }
+    }
+
+    /// Takes every waiting packet out in the order they would have been sent (for
+    /// reconfiguring the port), without AQM decisions.
+    pub fn drain(&mut self) -> Vec<Queued> {
+        let mut out = Vec::with_capacity(self.len());
+        while let Some((item, _)) = self.pick(Time::MAX / 2) {
+            out.push(item);
+        }
+        self.packets = 0;
+        self.bytes = 0;
+        out
+    }
+
+    /// Replaces the AQM of every queue with fresh instances of `aqm`, keeping the
+    /// packets where they are.
+    pub fn set_aqm(&mut self, aqm: AqmConfig) {
+        match &mut self.state {
+            State::Classes { queues, .. } => queues
+                .iter_mut()
+                .for_each(|q| q.aqm = Aqm::new(aqm.clone())),
+            State::Fq { flows, .. } => flows
+                .values_mut()
+                .for_each(|(q, _)| q.aqm = Aqm::new(aqm.clone())),
+            State::Pifo { aqm: a, .. } => *a = Aqm::new(aqm.clone()),
+        }
+        self.config.aqm = aqm;
+    }
+
+    /// A queue with `config` holding this one's packets in service order; packets beyond
+    /// the new limit are appended to `dropped`. Counters carry over where classes match.
+    pub fn reconfigured(
+        &mut self,
+        config: QueueConfig,
+        now: Time,
+        rng: &mut Rng,
+        dropped: &mut Vec<PacketId>,
+    ) -> PortQueue {
+        let mut next = PortQueue::new(QueueConfig {
+            aqm: AqmConfig::DropTail,
+            ..config.clone()
+        });
+        for (old, new) in self.counters.iter().zip(next.counters.iter_mut()) {
+            *new = old.clone();
+        }
+        for mut item in self.drain() {
+            item.class = next.class_of(item.class);
+            next.counters[item.class as usize].enqueued -= 1;
+            if next.enqueue(item, 0, 0, now, rng, dropped) == Admitted::Dropped {
+                dropped.push(item.pkt);
+            }
+        }
+        next.set_aqm(config.aqm);
+        next
+    }
+
+    /// Waiting packets per class (FQ and PIFO have one class).
+    pub fn class_lengths(&self) -> Vec<(u64, u64)> {
+        match &self.state {
+            State::Classes { queues, .. } => queues
+                .iter()
+                .map(|q| (q.fifo.len() as u64, q.bytes))
+                .collect(),
+            _ => vec![(self.packets, self.bytes)],
+        }
+    }
+
+    /// Flows with packets waiting (FQ); 0 for other schedulers.
+    pub fn active_flows(&self) -> usize {
+        match &self.state {
+            State::Fq { flows, .. } => flows.values().filter(|(q, _)| !q.fifo.is_empty()).count(),
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Stream;
+
+    fn item(pkt: u32, size: u32, flow: u32, class: u8, t: Time) -> Queued {
+        Queued::new(PacketId(pkt), size, t, false, flow, class)
+    }
+
+    fn rng() -> Rng {
+        Rng::stream(1, Stream::Workload, 0)
+    }
+
+    fn drain_classes(q: &mut PortQueue, n: usize) -> Vec<u8> {
+        let mut dropped = Vec::new();
+        (0..n)
+            .filter_map(|_| q.dequeue(0, &mut dropped).map(|(i, _)| i.class))
+            .collect()
+    }
+
+    #[test]
+    fn strict_priority_never_serves_a_lower_class_while_a_higher_waits() {
+        let config = QueueConfig {
+            limit: Limit::Packets(100),
+            scheduler: SchedulerConfig::StrictPriority { classes: 3 },
+            aqm: AqmConfig::DropTail,
+        };
+        let mut q = PortQueue::new(config);
+        let mut r = rng();
+        for i in 0..30 {
+            q.enqueue(
+                item(i, 1500, 0, (i % 3) as u8, 0),
+                0,
+                0,
+                0,
+                &mut r,
+                &mut Vec::new(),
+            );
+        }
+        let order = drain_classes(&mut q, 30);
+        assert_eq!(order, [vec![0; 10], vec![1; 10], vec![2; 10]].concat());
+    }
+
+    fn shares(config: QueueConfig, classes: u8, sizes: &[u32]) -> Vec<f64> {
+        let mut q = PortQueue::new(config);
+        let mut r = rng();
+        let mut id = 0;
+        for _ in 0..2000 {
+            for c in 0..classes {
+                q.enqueue(
+                    item(id, sizes[c as usize], c as u32, c, 0),
+                    0,
+                    0,
+                    0,
+                    &mut r,
+                    &mut Vec::new(),
+                );
+                id += 1;
+            }
+        }
+        let mut served = vec![0u64; classes as usize];
+        let mut dropped = Vec::new();
+        for _ in 0..3000 {
+            let (i, _) = q.dequeue(0, &mut dropped).unwrap();
+            served[i.class as usize] += i.size as u64;
+        }
+        let total: u64 = served.iter().sum();
+        served.iter().map(|&b| b as f64 / total as f64).collect()
+    }
+
+    #[test]
+    fn drr_and_wfq_share_in_proportion_to_weights_whatever_the_packet_sizes() {
+        let big = Limit::Packets(100_000);
+        for scheduler in [
+            SchedulerConfig::Drr {
+                quanta: vec![1500, 3000, 4500],
+            },
+            SchedulerConfig::Wfq {
+                weights: vec![1, 2, 3],
+            },
+        ] {
+            let config = QueueConfig {
+                limit: big,
+                scheduler: scheduler.clone(),
+                aqm: AqmConfig::DropTail,
+            };
+            let s = shares(config, 3, &[1500, 300, 900]);
+            for (share, want) in s.iter().zip([1.0 / 6.0, 2.0 / 6.0, 3.0 / 6.0]) {
+                assert!((share - want).abs() < 0.01, "{scheduler:?}: {s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fq_gives_backlogged_flows_equal_bytes() {
+        let config = QueueConfig {
+            limit: Limit::Packets(100_000),
+            scheduler: SchedulerConfig::Fq { quantum: 1514 },
+            aqm: AqmConfig::DropTail,
+        };
+        let mut q = PortQueue::new(config);
+        let mut r = rng();
+        let sizes = [1500u32, 700, 64, 1200];
+        let mut id = 0;
+        // Every flow backlogged with 2 MB; serve 4 MB in all.
+        for (f, &s) in sizes.iter().enumerate() {
+            for _ in 0..2_000_000 / s {
+                q.enqueue(
+                    item(id, s, f as u32, 0, 0),
+                    0,
+                    0,
+                    0,
+                    &mut r,
+                    &mut Vec::new(),
+                );
+                id += 1;
+            }
+        }
+        let mut bytes = [0u64; 4];
+        let mut dropped = Vec::new();
+        while bytes.iter().sum::<u64>() < 4_000_000 {
+            let (i, _) = q.dequeue(0, &mut dropped).unwrap();
+            bytes[i.flow as usize] += i.size as u64;
+        }
+        let mean = bytes.iter().sum::<u64>() as f64 / 4.0;
+        for b in bytes {
+            assert!((b as f64 / mean - 1.0).abs() < 0.02, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn pifo_with_remaining_size_serves_the_shortest_first_and_evicts_the_longest() {
+        let config = QueueConfig {
+            limit: Limit::Packets(3),
+            scheduler: SchedulerConfig::Pifo {
+                rank: Rank::RemainingSize,
+            },
+            aqm: AqmConfig::DropTail,
+        };
+        let mut q = PortQueue::new(config);
+        let mut r = rng();
+        let mut evicted = Vec::new();
+        for (pkt, remaining) in [(0, 5000u64), (1, 100), (2, 9000)] {
+            q.enqueue(
+                item(pkt, 1500, pkt, 0, 0),
+                remaining,
+                0,
+                0,
+                &mut r,
+                &mut evicted,
+            );
+        }
+        let queued = Admitted::Queued { marked: false };
+        assert_eq!(
+            q.enqueue(item(3, 1500, 3, 0, 0), 50, 0, 0, &mut r, &mut evicted),
+            queued
+        );
+        assert_eq!(evicted, vec![PacketId(2)]);
+        assert_eq!(
+            q.enqueue(item(4, 1500, 4, 0, 0), 99_999, 0, 0, &mut r, &mut evicted),
+            Admitted::Dropped
+        );
+        let mut dropped = Vec::new();
+        let order: Vec<u32> = (0..3)
+            .map(|_| q.dequeue(0, &mut dropped).unwrap().0.pkt.0)
+            .collect();
+        assert_eq!(order, vec![3, 1, 0]);
+    }
+
+    #[test]
+    fn fq_makes_room_from_the_longest_flow() {
+        let config = QueueConfig {
+            limit: Limit::Packets(4),
+            scheduler: SchedulerConfig::Fq { quantum: 1514 },
+            aqm: AqmConfig::DropTail,
+        };
+        let mut q = PortQueue::new(config);
+        let mut r = rng();
+        let mut evicted = Vec::new();
+        for i in 0..4 {
+            q.enqueue(item(i, 1500, 7, 0, 0), 0, 0, 0, &mut r, &mut evicted);
+        }
+        assert_eq!(
+            q.enqueue(item(9, 1500, 8, 0, 0), 0, 0, 0, &mut r, &mut evicted),
+            Admitted::Queued { marked: false }
+        );
+        assert_eq!(evicted, vec![PacketId(0)]);
+        assert_eq!(q.len(), 4);
+        assert_eq!(q.active_flows(), 2);
+    }
+
+    #[test]
+    fn drain_keeps_service_order() {
+        let config = QueueConfig {
+            limit: Limit::Packets(10),
+            scheduler: SchedulerConfig::StrictPriority { classes: 2 },
+            aqm: AqmConfig::DropTail,
+        };
+        let mut q = PortQueue::new(config);
+        let mut r = rng();
+        q.enqueue(item(0, 100, 0, 1, 0), 0, 0, 0, &mut r, &mut Vec::new());
+        q.enqueue(item(1, 100, 0, 0, 0), 0, 0, 0, &mut r, &mut Vec::new());
+        let order: Vec<u32> = q.drain().iter().map(|i| i.pkt.0).collect();
+        assert_eq!(order, vec![1, 0]);
+        assert!(q.is_empty() && q.bytes() == 0);
+    }
+}

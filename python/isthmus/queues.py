@@ -1,0 +1,190 @@
+"""Queueing disciplines of switch ports, as scenario files and the Python API give them:
+a scheduler (which packet goes next) and an AQM (which packets to drop or mark), with
+every quantity in units. `queue_config` turns them into the engine's form.
+
+The model of each is documented in the engine (`crates/isthmus-core/src/queue/`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from isthmus import units
+from isthmus.fields import PositiveInt, QueueLimit, Size, Strict, Time
+
+
+class Fifo(Strict):
+    kind: Literal["fifo"] = "fifo"
+
+
+class StrictPriority(Strict):
+    """One queue per class (the packet's priority field); class 0 is served first."""
+
+    kind: Literal["strict_priority"]
+    classes: Annotated[int, Field(gt=0, le=64)]
+
+
+class Drr(Strict):
+    """Deficit round robin: each class may send `quanta[c]` bytes per round."""
+
+    kind: Literal["drr"]
+    quanta: list[Size]
+
+
+class Wfq(Strict):
+    """Weighted fair queueing (self-clocked): class c gets weights[c] / sum of shares."""
+
+    kind: Literal["wfq"]
+    weights: list[PositiveInt]
+
+
+class Fq(Strict):
+    """A queue per flow, each with its own AQM, served round robin (RFC 8290)."""
+
+    kind: Literal["fq"]
+    quantum: Size = "1514B"
+
+
+class Pifo(Strict):
+    """Push-in first-out by rank: arrival (FIFO), remaining_size (SRPT), start_time
+    (start-time fair queueing) or deadline (creation time + budgets[class])."""
+
+    kind: Literal["pifo"]
+    rank: Literal["arrival", "remaining_size", "start_time", "deadline"]
+    budgets: list[Time] = []
+
+    @model_validator(mode="after")
+    def _budgets(self) -> Pifo:
+        if (self.rank == "deadline") != bool(self.budgets):
+            raise ValueError("budgets go with rank 'deadline' only, one per class")
+        return self
+
+
+Scheduler = Annotated[Fifo | StrictPriority | Drr | Wfq | Fq | Pifo, Field(discriminator="kind")]
+
+
+class DropTail(Strict):
+    kind: Literal["drop_tail"] = "drop_tail"
+
+
+class Red(Strict):
+    """RED (Floyd & Jacobson 1993) on an EWMA of the queue."""
+
+    kind: Literal["red"]
+    min: QueueLimit
+    max: QueueLimit
+    max_p: Annotated[float, Field(gt=0, le=1)] = 0.1
+    weight: Annotated[float, Field(gt=0, le=1)] = 0.002
+    gentle: bool = False
+    ecn: bool = False
+
+
+class Ramp(Strict):
+    """Marking probability rising from 0 at kmin to pmax at kmax on the instantaneous
+    queue, 1 above (DCQCN's marker)."""
+
+    kind: Literal["ramp"]
+    kmin: QueueLimit
+    kmax: QueueLimit
+    pmax: Annotated[float, Field(gt=0, le=1)] = 1.0
+
+
+class Step(Strict):
+    """Mark every ECN-capable packet when more than k wait (DCTCP's marker)."""
+
+    kind: Literal["step"]
+    k: QueueLimit
+
+
+class CoDel(Strict):
+    """CoDel (RFC 8289)."""
+
+    kind: Literal["codel"]
+    target: Time = "5ms"
+    interval: Time = "100ms"
+    ecn: bool = False
+
+
+class Pie(Strict):
+    """PIE (RFC 8033)."""
+
+    kind: Literal["pie"]
+    target: Time = "15ms"
+    t_update: Time = "15ms"
+    alpha: Annotated[float, Field(gt=0)] = 0.125
+    beta: Annotated[float, Field(gt=0)] = 1.25
+    max_burst: Time = "150ms"
+    ecn: bool = False
+
+
+Aqm = Annotated[DropTail | Red | Ramp | Step | CoDel | Pie, Field(discriminator="kind")]
+
+
+def _scheduler_core(s) -> dict:
+    if isinstance(s, Fifo):
+        return {"kind": "fifo"}
+    if isinstance(s, StrictPriority):
+        return {"kind": "strict_priority", "classes": s.classes}
+    if isinstance(s, Drr):
+        return {"kind": "drr", "quanta": [units.size_bytes(q) for q in s.quanta]}
+    if isinstance(s, Wfq):
+        return {"kind": "wfq", "weights": list(s.weights)}
+    if isinstance(s, Fq):
+        return {"kind": "fq", "quantum": units.size_bytes(s.quantum)}
+    out = {"kind": "pifo", "rank": s.rank}
+    if s.rank == "deadline":
+        out["budgets"] = [units.time_ps(b) for b in s.budgets]
+    return out
+
+
+def _aqm_core(a) -> dict:
+    if isinstance(a, DropTail):
+        return {"kind": "drop_tail"}
+    if isinstance(a, Red):
+        return {
+            "kind": "red",
+            "min": units.limit(a.min),
+            "max": units.limit(a.max),
+            "max_p": a.max_p,
+            "weight": a.weight,
+            "gentle": a.gentle,
+            "ecn": a.ecn,
+        }
+    if isinstance(a, Ramp):
+        return {
+            "kind": "ramp",
+            "kmin": units.limit(a.kmin),
+            "kmax": units.limit(a.kmax),
+            "pmax": a.pmax,
+        }
+    if isinstance(a, Step):
+        k = units.limit(a.k)
+        return {"kind": "ramp", "kmin": k, "kmax": k, "pmax": 1.0}
+    if isinstance(a, CoDel):
+        return {
+            "kind": "codel",
+            "target": units.time_ps(a.target),
+            "interval": units.time_ps(a.interval),
+            "ecn": a.ecn,
+        }
+    return {
+        "kind": "pie",
+        "target": units.time_ps(a.target),
+        "t_update": units.time_ps(a.t_update),
+        "alpha": a.alpha,
+        "beta": a.beta,
+        "max_burst": units.time_ps(a.max_burst),
+        "ecn": a.ecn,
+    }
+
+
+def queue_config(limit: str, scheduler=None, aqm=None) -> dict:
+    """The engine's form of a port's queueing: a limit ("250pkts", "300KB"), a scheduler
+    model (default FIFO) and an AQM model (default drop-tail)."""
+    return {
+        "limit": units.limit(limit),
+        "scheduler": _scheduler_core(scheduler or Fifo()),
+        "aqm": _aqm_core(aqm or DropTail()),
+    }
