@@ -103,7 +103,8 @@ impl AqmConfig {
                 if !same_unit(min, max) || value(min) >= value(max) {
                     return Err("RED needs min below max, both in packets or both in bytes".into());
                 }
-                if !(*max_p > 0.0 && *max_p <= 1.0) || !(*weight > 0.0 && *weight <= 1.0) {
+                let unit = |x: f64| x > 0.0 && x <= 1.0;
+                if !(unit(*max_p) && unit(*weight)) {
                     return Err("RED max_p and weight must lie in (0, 1]".into());
                 }
                 Ok(())
