@@ -1,7 +1,7 @@
 //! Whole-engine checks against physics and queueing theory.
 
 use isthmus_core::flowtable::{FlowAction, FlowMatch, Forward};
-use isthmus_core::queue::QueueConfig;
+use isthmus_core::queue::{AqmConfig, QueueConfig, Rank, SchedulerConfig};
 use isthmus_core::rng::{Rng, Stream};
 use isthmus_core::topology::builders::leaf_spine;
 use isthmus_core::units::{serialization_time, MS, SEC, US};
@@ -121,6 +121,57 @@ fn random_topology(rng: &mut Rng) -> Topology {
     Topology::custom(&nodes, &links).unwrap()
 }
 
+/// Any scheduler with any AQM, so that audits cover every way a queue can drop, mark,
+/// push out or reorder packets.
+fn random_queueing(rng: &mut Rng) -> QueueConfig {
+    let limit = Limit::Bytes(15_000 + rng.below(60_000));
+    let scheduler = match rng.below(6) {
+        0 => SchedulerConfig::Fifo,
+        1 => SchedulerConfig::StrictPriority { classes: 3 },
+        2 => SchedulerConfig::Drr {
+            quanta: vec![1500, 3000],
+        },
+        3 => SchedulerConfig::Wfq {
+            weights: vec![1, 3],
+        },
+        4 => SchedulerConfig::Fq { quantum: 1514 },
+        _ => SchedulerConfig::Pifo {
+            rank: [Rank::Arrival, Rank::RemainingSize, Rank::StartTime][rng.below(3) as usize]
+                .clone(),
+        },
+    };
+    let aqm = match rng.below(5) {
+        0 => AqmConfig::DropTail,
+        1 => AqmConfig::Red {
+            min: Limit::Packets(5),
+            max: Limit::Packets(15),
+            max_p: 0.2,
+            weight: 0.2,
+            gentle: true,
+            ecn: false,
+        },
+        2 => AqmConfig::step(Limit::Packets(5)),
+        3 => AqmConfig::CoDel {
+            target: 20 * US,
+            interval: 200 * US,
+            ecn: false,
+        },
+        _ => AqmConfig::Pie {
+            target: 20 * US,
+            t_update: 50 * US,
+            alpha: 0.125,
+            beta: 1.25,
+            max_burst: 100 * US,
+            ecn: false,
+        },
+    };
+    QueueConfig {
+        limit,
+        scheduler,
+        aqm,
+    }
+}
+
 fn random_engine(seed: u64, sample_interval: Option<u64>) -> Engine {
     random_engine_seeded(seed, seed, sample_interval)
 }
@@ -132,14 +183,13 @@ fn random_engine_seeded(layout: u64, seed: u64, sample_interval: Option<u64>) ->
     let hosts = topo.num_hosts() as u64;
     let config = EngineConfig {
         host_queue: QueueConfig::drop_tail(Limit::Packets(8 + rng.below(30))),
-        switch_queue: QueueConfig::drop_tail(Limit::Bytes(15_000 + rng.below(60_000))),
+        switch_queue: random_queueing(&mut rng),
         routing: [
             RoutingPolicy::Ecmp,
             RoutingPolicy::Spray,
             RoutingPolicy::SinglePath,
         ][rng.below(3) as usize],
         sample_interval,
-        ..Default::default()
     };
     let mut e = Engine::new(topo, config, seed);
     for _ in 0..3 * hosts {
