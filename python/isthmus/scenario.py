@@ -347,18 +347,21 @@ class Scenario(Strict):
             if isinstance(e, ScenarioError):
                 raise
             raise ScenarioError(f"topology: {e}") from None
-        sim = Simulation(
-            topology,
-            seed=seed,
-            routing=self.network.routing,
-            host_queue=self.network.host_queue,
-            switch_queue=self.network.switch_queue,
-            ecn_threshold=self.network.ecn_threshold,
-            scheduler=self.network.scheduler,
-            aqm=self.network.aqm,
-            sample_interval=self.telemetry.sample_interval,
-            tcp=self.tcp,
-        )
+        try:
+            sim = Simulation(
+                topology,
+                seed=seed,
+                routing=self.network.routing,
+                host_queue=self.network.host_queue,
+                switch_queue=self.network.switch_queue,
+                ecn_threshold=self.network.ecn_threshold,
+                scheduler=self.network.scheduler,
+                aqm=self.network.aqm,
+                sample_interval=self.telemetry.sample_interval,
+                tcp=self.tcp,
+            )
+        except ValueError as e:
+            raise ScenarioError(f"network: {e}") from None
         for i, block in enumerate(self.traffic):
             # Each block draws from its own random streams: editing one leaves the others alone.
             try:
@@ -400,6 +403,18 @@ _VARIANT_TAGS = {
     "udp",
     "poisson_flows",
     "flow_list",
+    "fifo",
+    "strict_priority",
+    "drr",
+    "wfq",
+    "fq",
+    "pifo",
+    "drop_tail",
+    "red",
+    "ramp",
+    "step",
+    "codel",
+    "pie",
 }
 
 

@@ -139,6 +139,13 @@ class Simulation:
         )
         return np.arange(first, first + len(src), dtype=np.uint32)
 
+    def set_priority(self, flow: int, priority: int) -> None:
+        """Puts every later packet of `flow` in traffic class `priority` (0 is served
+        first by strict priority; classes index DRR quanta and WFQ weights)."""
+        if not 0 <= priority <= 255:
+            raise ValueError(f"priority must be 0..255, got {priority}")
+        self._engine.set_flow_priority(flow, priority)
+
     def set_link_up(self, link: int, up: bool) -> None:
         """Takes topology link `link` (an index into `topology.links()`) down or up;
         a down link loses what is sent onto it."""

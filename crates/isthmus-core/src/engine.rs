@@ -331,6 +331,7 @@ impl Engine {
             },
             src_port: (1024 + id % 64_000) as u16,
             dst_port: 5001,
+            priority: 0,
             transport: Transport::Udp(source),
         });
         self.unfinished_flows += 1;
@@ -374,6 +375,7 @@ impl Engine {
             },
             src_port: (1024 + id % 64_000) as u16,
             dst_port: 80,
+            priority: 0,
             transport: Transport::Tcp(Box::new(TcpFlow::new(*config, size, start, iss))),
         });
         self.unfinished_flows += 1;
@@ -491,10 +493,22 @@ impl Engine {
         for (time, token) in out.timers.drain(..) {
             self.events.push(time, EventKind::FlowTimer { flow, token });
         }
-        for pkt in out.packets.drain(..) {
+        let priority = self.flows[flow as usize].priority;
+        for mut pkt in out.packets.drain(..) {
+            pkt.priority = priority;
             let id = self.arena.alloc(pkt);
             self.inject(id);
         }
+    }
+
+    /// Puts every later packet of `flow` in traffic class `priority`.
+    pub fn set_flow_priority(&mut self, flow: u32, priority: u8) -> Result<(), String> {
+        let f = self
+            .flows
+            .get_mut(flow as usize)
+            .ok_or_else(|| format!("flow {flow} does not exist"))?;
+        f.priority = priority;
+        Ok(())
     }
 
     #[inline]

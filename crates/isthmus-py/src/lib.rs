@@ -507,6 +507,13 @@ impl Engine {
         Ok(first)
     }
 
+    /// Puts every later packet of `flow` in traffic class `priority`.
+    fn set_flow_priority(&mut self, flow: u32, priority: u8) -> PyResult<()> {
+        self.inner
+            .set_flow_priority(flow, priority)
+            .map_err(value_error)
+    }
+
     /// Unloaded round trip (ps) from host `src` to `dst`: a `data_bytes` packet out and
     /// an `ack_bytes` packet back.
     fn base_rtt(&self, src: u32, dst: u32, data_bytes: u32, ack_bytes: u32) -> PyResult<u64> {

@@ -17,8 +17,12 @@
 //!   virtual start tag, or an earliest-deadline tag; a full PIFO evicts its worst rank.
 //!
 //! A packet's class is its priority field, capped at the last class. The buffer holds
-//! packets waiting for the transmitter; a full buffer drops the arrival (FQ drops from
-//! the longest flow's head instead, as RFC 8290 does).
+//! packets waiting for the transmitter. With several classes (strict priority, DRR,
+//! WFQ) each class queue has the whole `limit` to itself, as switches give each egress
+//! queue its own share (one shared pool would let a class that drains slowly crowd out
+//! the others and undo the weights); a full class queue drops the arrival. FQ and PIFO
+//! share one `limit` per port; a full FQ drops from the longest flow's head (RFC 8290),
+//! a full PIFO pushes out its worst rank.
 
 pub mod aqm;
 
@@ -370,11 +374,11 @@ impl PortQueue {
                 virtual_time,
                 ..
             } => {
-                if full {
+                let q = &mut queues[class];
+                if exceeds(limit, q.fifo.len() as u64 + 1, q.bytes + item.size as u64) {
                     self.counters[class].buffer_drops += 1;
                     return Admitted::Dropped;
                 }
-                let q = &mut queues[class];
                 let view = QueueView {
                     packets: q.fifo.len() as u64 + 1,
                     bytes: q.bytes + item.size as u64,

@@ -56,6 +56,8 @@ pub struct Flow {
     pub record: FlowRecord,
     pub src_port: u16,
     pub dst_port: u16,
+    /// Traffic class stamped on every packet of the flow (both directions).
+    pub priority: u8,
     pub transport: Transport,
 }
 

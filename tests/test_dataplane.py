@@ -1,0 +1,165 @@
+"""The programmable data plane end to end: schedulers and AQMs under real traffic."""
+
+import numpy as np
+import pytest
+
+from isthmus import Link, ScenarioError, Simulation, Topology, parse_scenario
+from isthmus.bench import scenario_path
+from isthmus.metrics import flow_times, slowdown_summary
+from isthmus.queues import CoDel, Drr, Fq, Pifo, StrictPriority, Wfq
+from isthmus.scenario import load_scenario
+
+
+def star(senders: int, bottleneck: str = "1Gbps") -> Topology:
+    """`senders` hosts at 10 Gb/s into a switch whose port to `rx` is the bottleneck."""
+    hosts = [f"h{i}" for i in range(senders)] + ["rx"]
+    links = [(f"h{i}", "s", Link("10Gbps", "1us")) for i in range(senders)]
+    return Topology.custom(hosts, ["s"], [*links, ("s", "rx", Link(bottleneck, "1us"))])
+
+
+def bottleneck_row(sim: Simulation, queues: dict) -> np.ndarray:
+    ports = sim.ports()
+    names = sim.topology.nodes()["name"]
+    port = next(
+        i
+        for i, (n, p) in enumerate(zip(ports["node"], ports["peer_node"], strict=True))
+        if names[n] == "s" and names[p] == "rx"
+    )
+    return np.flatnonzero(queues["port_index"] == port)
+
+
+def test_codel_holds_a_saturating_flows_standing_sojourn_near_its_target():
+    results = {}
+    for name, aqm in (
+        ("drop_tail", None),
+        ("codel", CoDel(kind="codel", target="500us", interval="5ms")),
+    ):
+        sim = Simulation(star(1), switch_queue="3000pkts", host_queue="3000pkts", aqm=aqm)
+        sim.add_tcp_flow(0, 1, "200MB", transport="tcp")
+        sim.run("300ms")
+        before = sim.queues()
+        sim.run("800ms")
+        after = sim.queues()
+        row = bottleneck_row(sim, after)
+        sojourn = (after["sojourn_ps"][row] - before["sojourn_ps"][row]) / (
+            after["dequeued"][row] - before["dequeued"][row]
+        )
+        goodput = sim.flows()["bytes_delivered"][0] * 8 / 0.8 / 1e9
+        results[name] = (float(sojourn[0]) / 1e6, goodput, int(after["aqm_drops"][row][0]))
+    codel_us, codel_goodput, codel_drops = results["codel"]
+    assert 250 < codel_us < 1000, f"CoDel sojourn {codel_us:.0f} us, target 500 us"
+    assert codel_drops > 0
+    assert results["drop_tail"][0] > 10 * codel_us, "without CoDel the queue must stand far higher"
+    assert codel_goodput > 0.95 * 1e9 * 1460 / 1500 / 1e9, "CoDel must keep the link busy"
+
+
+def test_fq_gives_backlogged_flows_equal_shares():
+    sim = Simulation(star(4, "2Gbps"), switch_queue="1000pkts", scheduler=Fq(kind="fq"))
+    for i, rate in enumerate(["1Gbps", "2Gbps", "3Gbps", "4Gbps"]):
+        sim.add_udp_flow(i, 4, rate, stop="20ms", arrivals="constant")
+    sim.run("5ms")
+    before = sim.flows()["bytes_delivered"].copy()
+    sim.run("15ms")
+    gbps = (sim.flows()["bytes_delivered"] - before) * 8 / 0.01 / 1e9
+    fair = 2 * 1472 / 1500 / 4
+    assert np.all(np.abs(gbps / fair - 1) < 0.02), gbps
+
+
+def test_strict_priority_starves_nothing_it_should_not():
+    sim = Simulation(
+        star(2), switch_queue="500pkts", scheduler=StrictPriority(kind="strict_priority", classes=2)
+    )
+    high = sim.add_udp_flow(0, 2, "800Mbps", stop="20ms", arrivals="constant")
+    low = sim.add_udp_flow(1, 2, "800Mbps", stop="20ms", arrivals="constant")
+    sim.set_priority(high, 0)
+    sim.set_priority(low, 1)
+    sim.run("20ms")
+    flows = sim.flows()
+    # The high class is served whenever it waits: it loses nothing; the low class gets the rest.
+    assert flows["packets_dropped"][high] == 0
+    assert flows["bytes_delivered"][high] / flows["bytes_sent"][high] > 0.99
+    rest = (1e9 - 0.8e9) * 0.02 / 8
+    assert abs(flows["bytes_delivered"][low] - rest * 1472 / 1500) / rest < 0.1
+    q = sim.queues()
+    rows = bottleneck_row(sim, q)
+    assert list(q["class"][rows]) == [0, 1]
+    assert q["buffer_drops"][rows][0] == 0 and q["buffer_drops"][rows][1] > 0
+
+
+@pytest.mark.parametrize(
+    "scheduler",
+    [Wfq(kind="wfq", weights=[1, 3]), Drr(kind="drr", quanta=["1500B", "4500B"])],
+)
+def test_wfq_and_drr_split_a_bottleneck_by_weight(scheduler):
+    sim = Simulation(star(2), switch_queue="500pkts", scheduler=scheduler)
+    for host in range(2):
+        flow = sim.add_udp_flow(host, 2, "2Gbps", stop="30ms", arrivals="poisson")
+        sim.set_priority(flow, host)
+    sim.run("10ms")
+    before = sim.flows()["bytes_delivered"].copy()
+    sim.run("30ms")
+    got = sim.flows()["bytes_delivered"] - before
+    assert abs(got[1] / got[0] - 3) < 0.1, got
+
+
+def test_pifo_srpt_lowers_small_flow_fct_on_the_web_search_workload():
+    means = {}
+    for name, scheduler in (("fifo", None), ("srpt", Pifo(kind="pifo", rank="remaining_size"))):
+        scenario = load_scenario(scenario_path("small"))
+        network = scenario.network.model_copy(update={"scheduler": scheduler})
+        sim = scenario.model_copy(update={"network": network}).build(
+            base=scenario_path("small").parent
+        )
+        assert sim.run("1s", stop_when_flows_finish=True)
+        summary = slowdown_summary(sim.flows()["size_bytes"], flow_times(sim)["slowdown"])
+        means[name] = summary["lt100KB"]["mean"]
+    assert means["srpt"] < 0.8 * means["fifo"], means
+
+
+def test_queueing_changes_at_runtime_and_keeps_waiting_packets():
+    sim = Simulation(star(2), switch_queue="1000pkts")
+    for i in range(2):
+        sim.add_udp_flow(i, 2, "900Mbps", stop="10ms", arrivals="constant")
+    sim.run("5ms")
+    queued = sim.queues()
+    row = bottleneck_row(sim, queued)
+    waiting = int(queued["queue_packets"][row][0])
+    assert waiting > 100
+    sim.configure_queue("s", limit="1000pkts", scheduler=Fq(kind="fq"), port=2)
+    after = sim.queues()
+    assert int(after["queue_packets"][bottleneck_row(sim, after)][0]) == waiting
+    assert sim.run("40ms", stop_when_flows_finish=True)
+    assert sim.live_packets == 0
+    with pytest.raises(ValueError, match="port 7 does not exist on switch 's'"):
+        sim.configure_queue("s", limit="10pkts", port=7)
+
+
+def test_scenario_queueing_is_validated_with_the_field_named():
+    base = """
+name = "q"
+[topology]
+kind = "leaf_spine"
+spines = 1
+leaves = 2
+hosts_per_leaf = 1
+[network]
+{network}
+[run]
+duration = "1ms"
+"""
+    ok = parse_scenario(
+        base.format(
+            network='scheduler = { kind = "drr", quanta = ["1500B", "3000B"] }\naqm = { kind = "codel" }'
+        )
+    )
+    sim = ok.build()
+    assert sim._engine.queue_config(0)["scheduler"]["kind"] in ("fifo", "drr")
+    with pytest.raises(ScenarioError, match=r"network\.scheduler\.quanta\.0: .*has no unit"):
+        parse_scenario(base.format(network='scheduler = { kind = "drr", quanta = [1500] }'))
+    with pytest.raises(ScenarioError, match=r"network\.aqm: .*'wred'"):
+        parse_scenario(base.format(network='aqm = { kind = "wred" }'))
+    with pytest.raises(ScenarioError, match=r"network: .*ecn_threshold .* or aqm, not both"):
+        parse_scenario(base.format(network='ecn_threshold = "65pkts"\naqm = { kind = "codel" }'))
+    bad_red = 'aqm = { kind = "red", min = "50pkts", max = "20pkts" }'
+    with pytest.raises(ScenarioError, match="RED needs min below max"):
+        parse_scenario(base.format(network=bad_red)).build()
