@@ -163,3 +163,28 @@ duration = "1ms"
     bad_red = 'aqm = { kind = "red", min = "50pkts", max = "20pkts" }'
     with pytest.raises(ScenarioError, match="RED needs min below max"):
         parse_scenario(base.format(network=bad_red)).build()
+
+
+def test_a_trace_driven_link_delivers_exactly_its_opportunities(tmp_path):
+    from isthmus.link_traces import load_trace
+
+    topo = Topology.custom(
+        ["a", "b"], ["s"], [("a", "s", Link("100Mbps", "1us")), ("s", "b", Link("100Mbps", "5ms"))]
+    )
+    (tmp_path / "constant.txt").write_text("1\n")
+    for trace, base in (("constant.txt", tmp_path), ("Verizon-LTE-short.down", tmp_path)):
+        sim = Simulation(topo, switch_queue="100000pkts")
+        sim.set_link_trace("s", "b", trace, base=base)
+        # 50 Mb/s keeps the queue from ever running dry after the first millisecond.
+        sim.add_udp_flow(0, 1, "50Mbps", stop="3s", arrivals="constant")
+        sim.run("2005ms")
+        millis = load_trace(trace, base).astype(np.int64)
+        period = int(millis[-1])
+        # Opportunities in [1 ms, 2000 ms], the trace repeating with its last timestamp.
+        times = np.concatenate([millis + k * period for k in range(2000 // period + 1)])
+        expected = int(np.sum((times >= 1) & (times <= 2000)))
+        assert sim.flows()["packets_delivered"][0] == expected, trace
+    with pytest.raises(ValueError, match="no link trace 'nope'"):
+        sim.set_link_trace("s", "b", "nope")
+    with pytest.raises(ValueError, match="no link between 'a' and 'b'"):
+        sim.set_link_trace("a", "b", trace)

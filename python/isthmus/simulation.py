@@ -8,10 +8,12 @@ telemetry as dicts of NumPy columns.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from isthmus import _core
+from isthmus.link_traces import load_trace
 from isthmus.queues import Step, queue_config
 from isthmus.topology import Topology
 from isthmus.transport import TRANSPORTS, TcpParams
@@ -146,6 +148,24 @@ class Simulation:
             raise ValueError(f"priority must be 0..255, got {priority}")
         self._engine.set_flow_priority(flow, priority)
 
+    def set_link_trace(
+        self, a: int | str, b: int | str, trace: str | None, base: Path = Path(".")
+    ) -> None:
+        """Makes the direction a -> b of the link between nodes `a` and `b` follow a
+        recorded capacity trace (see `isthmus.link_traces`); None restores its rate."""
+        link = self.link_index(a, b)
+        millis = None if trace is None else load_trace(trace, base)
+        self._engine.set_link_trace(link, self.node_index(a), millis)
+
+    def link_index(self, a: int | str, b: int | str) -> int:
+        """The index (in `topology.links()`) of the first link between two nodes."""
+        ia, ib = self.node_index(a), self.node_index(b)
+        links = self.topology.links()
+        for i, (x, y) in enumerate(zip(links["a"].tolist(), links["b"].tolist(), strict=True)):
+            if {x, y} == {ia, ib}:
+                return i
+        raise ValueError(f"no link between {a!r} and {b!r}")
+
     def set_link_up(self, link: int, up: bool) -> None:
         """Takes topology link `link` (an index into `topology.links()`) down or up;
         a down link loses what is sent onto it."""
@@ -164,6 +184,9 @@ class Simulation:
 
     def node_index(self, node: int | str) -> int:
         if isinstance(node, int):
+            if not 0 <= node < self.topology.num_nodes:
+                last = self.topology.num_nodes - 1
+                raise ValueError(f"node {node} does not exist; nodes are numbered 0..{last}")
             return node
         names = self.topology.nodes()["name"]
         try:

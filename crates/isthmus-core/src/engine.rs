@@ -74,6 +74,8 @@ pub struct Port {
     pub queue: PortQueue,
     /// The port's own random stream (probabilistic AQMs).
     rng: Rng,
+    /// A recorded capacity trace that replaces the fixed rate, if set.
+    pub trace: Option<Box<crate::trace::LinkTrace>>,
     pub counters: PortCounters,
 }
 
@@ -252,6 +254,7 @@ impl Engine {
                     up: true,
                     queue: PortQueue::new(queue.clone()),
                     rng: Rng::stream(seed, Stream::Aqm, ports.len() as u64),
+                    trace: None,
                     counters: PortCounters::default(),
                 });
             }
@@ -398,6 +401,28 @@ impl Engine {
                 "src and dst are the same host ({src}); a flow needs two different hosts"
             ));
         }
+        Ok(())
+    }
+
+    /// Makes the direction of link `link` that leaves node `from` follow `trace`
+    /// instead of its fixed rate (None: back to the fixed rate).
+    pub fn set_link_trace(
+        &mut self,
+        link: usize,
+        from: u32,
+        trace: Option<crate::trace::LinkTrace>,
+    ) -> Result<(), String> {
+        let ends = *self.link_ports.get(link).ok_or_else(|| {
+            format!(
+                "link {link} does not exist; the topology has {} links",
+                self.link_ports.len()
+            )
+        })?;
+        let port = ends
+            .into_iter()
+            .find(|&p| self.ports[p as usize].node == from)
+            .ok_or_else(|| format!("node {from} is not an end of link {link}"))?;
+        self.ports[port as usize].trace = trace.map(Box::new);
         Ok(())
     }
 
@@ -756,7 +781,11 @@ impl Engine {
         let now = self.now;
         let port = &mut self.ports[port_id as usize];
         let packet = self.arena.get(pkt);
-        let ser = port.serialization(packet.size);
+        // On a trace-driven link the packet leaves whole at its delivery opportunity.
+        let ser = match &mut port.trace {
+            Some(trace) => trace.take(now) - now,
+            None => port.serialization(packet.size),
+        };
         port.busy_until = now + ser;
         let c = &mut port.counters;
         c.tx_packets += 1;

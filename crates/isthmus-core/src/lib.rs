@@ -15,6 +15,7 @@ pub mod routing;
 pub mod slab;
 pub mod telemetry;
 pub mod topology;
+pub mod trace;
 pub mod transport;
 pub mod units;
 pub mod workload;

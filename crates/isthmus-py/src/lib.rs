@@ -522,6 +522,26 @@ impl Engine {
             .map_err(value_error)
     }
 
+    /// Makes the direction of link `link` leaving node `from` follow a mahimahi trace
+    /// (millisecond timestamps, one per 1500-byte opportunity); None restores the rate.
+    #[pyo3(signature = (link, from_node, millis=None))]
+    fn set_link_trace(
+        &mut self,
+        link: usize,
+        from_node: u32,
+        millis: Option<PyReadonlyArray1<'_, u64>>,
+    ) -> PyResult<()> {
+        let trace = match millis {
+            Some(ms) => Some(
+                isthmus_core::trace::LinkTrace::from_millis(ms.as_slice()?).map_err(value_error)?,
+            ),
+            None => None,
+        };
+        self.inner
+            .set_link_trace(link, from_node, trace)
+            .map_err(value_error)
+    }
+
     /// Takes topology link `link` down or brings it back up.
     fn set_link_up(&mut self, link: usize, up: bool) -> PyResult<()> {
         self.inner.set_link_up(link, up).map_err(value_error)
