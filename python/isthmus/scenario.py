@@ -186,6 +186,15 @@ TopologyModel = Annotated[
 ]
 
 
+class LinkTraceModel(Strict):
+    """The direction `from` -> `to` of a link follows a recorded capacity trace."""
+
+    model_config = Strict.model_config | {"populate_by_name": True}
+    source: str = Field(alias="from")
+    to: str
+    trace: str
+
+
 class Network(Strict):
     """Routing and queueing. `ecn_threshold` puts DCTCP's step marker on every port;
     `scheduler` and `aqm` (see `isthmus.queues`) shape switch ports instead."""
@@ -196,6 +205,7 @@ class Network(Strict):
     ecn_threshold: QueueLimit | None = None
     scheduler: Scheduler | None = None
     aqm: Aqm | None = None
+    link_traces: list[LinkTraceModel] = []
 
     @model_validator(mode="after")
     def _one_marker(self) -> Network:
@@ -362,6 +372,11 @@ class Scenario(Strict):
             )
         except ValueError as e:
             raise ScenarioError(f"network: {e}") from None
+        for i, t in enumerate(self.network.link_traces):
+            try:
+                sim.set_link_trace(t.source, t.to, t.trace, base=base)
+            except ValueError as e:
+                raise ScenarioError(f"network.link_traces[{i}]: {e}") from None
         for i, block in enumerate(self.traffic):
             # Each block draws from its own random streams: editing one leaves the others alone.
             try:
