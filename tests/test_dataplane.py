@@ -188,3 +188,33 @@ def test_a_trace_driven_link_delivers_exactly_its_opportunities(tmp_path):
         sim.set_link_trace("s", "b", "nope")
     with pytest.raises(ValueError, match="no link between 'a' and 'b'"):
         sim.set_link_trace("a", "b", trace)
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0, 2.0])
+def test_shared_buffer_queues_settle_at_the_dynamic_threshold(alpha):
+    """N overloaded ports each hold alpha * (B - N q): q = alpha B / (1 + N alpha)."""
+    buffer = 300_000
+    hosts = ["in0", "in1", "out0", "out1"]
+    links = [(h, "s", Link("10Gbps", "1us")) for h in hosts[:2]] + [
+        ("s", h, Link("1Gbps", "1us")) for h in hosts[2:]
+    ]
+    for congested in (1, 2):
+        sim = Simulation(
+            Topology.custom(hosts, ["s"], links),
+            switch_queue="100000pkts",
+            shared_buffer=f"{buffer}B",
+            buffer_alpha=alpha,
+        )
+        for i in range(congested):
+            sim.add_udp_flow(i, 2 + i, "5Gbps", stop="20ms", arrivals="constant")
+        sim.run("10ms")
+        ports = sim.ports()
+        names = sim.topology.nodes()["name"]
+        held = [
+            int(ports["queue_bytes"][i])
+            for i in range(len(ports["node"]))
+            if names[ports["node"][i]] == "s" and names[ports["peer_node"][i]].startswith("out")
+        ]
+        expected = alpha * buffer / (1 + congested * alpha)
+        for q in held[:congested]:
+            assert abs(q - expected) <= 1500, (alpha, congested, held, expected)

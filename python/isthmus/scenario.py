@@ -206,6 +206,8 @@ class Network(Strict):
     scheduler: Scheduler | None = None
     aqm: Aqm | None = None
     link_traces: list[LinkTraceModel] = []
+    shared_buffer: Size | None = None
+    buffer_alpha: Annotated[float, Field(gt=0)] = 1.0
 
     @model_validator(mode="after")
     def _one_marker(self) -> Network:
@@ -368,6 +370,8 @@ class Scenario(Strict):
                 scheduler=self.network.scheduler,
                 aqm=self.network.aqm,
                 sample_interval=self.telemetry.sample_interval,
+                shared_buffer=self.network.shared_buffer,
+                buffer_alpha=self.network.buffer_alpha,
                 tcp=self.tcp,
             )
         except ValueError as e:

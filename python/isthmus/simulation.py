@@ -29,7 +29,9 @@ class Simulation:
 
     Queueing: every port is a FIFO of `host_queue` / `switch_queue` packets or bytes;
     `ecn_threshold` adds DCTCP's step marker on every port (host NICs too). Switch ports
-    may instead take a `scheduler` and an `aqm` from `isthmus.queues`."""
+    may instead take a `scheduler` and an `aqm` from `isthmus.queues`. With
+    `shared_buffer`, each switch's queues share that many bytes under the dynamic-
+    threshold rule: a queue may grow while below `buffer_alpha` times the free buffer."""
 
     def __init__(
         self,
@@ -43,6 +45,8 @@ class Simulation:
         scheduler=None,
         aqm=None,
         sample_interval: int | str | None = None,
+        shared_buffer: str | None = None,
+        buffer_alpha: float = 1.0,
         tcp: TcpParams | None = None,
     ):
         if routing not in ROUTING_POLICIES:
@@ -65,6 +69,7 @@ class Simulation:
             queue_config(switch_queue, scheduler, aqm or marker),
             routing,
             time_ps(sample_interval) if sample_interval is not None else None,
+            (size_bytes(shared_buffer), buffer_alpha) if shared_buffer is not None else None,
         )
 
     # ---- traffic -----------------------------------------------------------------

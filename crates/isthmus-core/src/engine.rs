@@ -44,6 +44,17 @@ pub struct EngineConfig {
     pub routing: RoutingPolicy,
     /// Sample per-port queues and counters at this interval (None: no time series).
     pub sample_interval: Option<Time>,
+    /// Each switch's egress queues share one buffer with dynamic thresholds.
+    pub shared_buffer: Option<SharedBuffer>,
+}
+
+/// A switch buffer of `bytes` shared by its egress queues under the dynamic-threshold
+/// rule of Choudhury & Hahne (1998): a queue may grow while it holds less than
+/// `alpha` times the buffer still free. Per-port limits still apply on top.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SharedBuffer {
+    pub bytes: u64,
+    pub alpha: f64,
 }
 
 impl Default for EngineConfig {
@@ -53,6 +64,7 @@ impl Default for EngineConfig {
             switch_queue: QueueConfig::drop_tail(Limit::Packets(250)),
             routing: RoutingPolicy::Ecmp,
             sample_interval: None,
+            shared_buffer: None,
         }
     }
 }
@@ -698,29 +710,28 @@ impl Engine {
 
     pub(crate) fn enqueue(&mut self, port_id: PortId, pkt: PacketId) {
         let now = self.now;
-        let port = &mut self.ports[port_id as usize];
         let packet = self.arena.get_mut(pkt);
         packet.enqueued = now;
-        if !port.up {
-            port.counters.drop_packets += 1;
-            port.counters.drop_bytes += packet.size as u64;
-            self.drop_packet(pkt);
-            return;
-        }
-        let class = port.queue.class_of(packet.priority);
-        if port.queue.is_empty() && port.busy_until <= now {
-            port.queue.note_passthrough(class, packet.size);
+        let (size, ect, flow, remaining, priority) = (
+            packet.size,
+            packet.ecn != ECN_NOT_ECT,
+            packet.flow,
+            packet.remaining,
+            packet.priority,
+        );
+        let port = &mut self.ports[port_id as usize];
+        let class = port.queue.class_of(priority);
+        if port.up && port.queue.is_empty() && port.busy_until <= now {
+            port.queue.note_passthrough(class, size);
             self.transmit(port_id, pkt);
             return;
         }
-        let item = Queued::new(
-            pkt,
-            packet.size,
-            now,
-            packet.ecn != ECN_NOT_ECT,
-            packet.flow,
-            class,
-        );
+        if !port.up || !self.shared_buffer_admits(port_id, size) {
+            self.drop_at_port(port_id, pkt);
+            return;
+        }
+        let port = &mut self.ports[port_id as usize];
+        let item = Queued::new(pkt, size, now, ect, flow, class);
         // The wait ahead (the packet in service, then everything queued at line rate),
         // which only PIE looks at.
         let delay = if port.queue.needs_delay_estimate() {
@@ -731,23 +742,14 @@ impl Engine {
         };
         let was_empty = port.queue.is_empty();
         let mut evicted = std::mem::take(&mut self.scratch);
-        let admitted = port.queue.enqueue(
-            item,
-            packet.remaining,
-            delay,
-            now,
-            &mut port.rng,
-            &mut evicted,
-        );
-        match admitted {
-            Admitted::Dropped => {
-                port.counters.drop_packets += 1;
-                port.counters.drop_bytes += packet.size as u64;
-                self.drop_packet(pkt);
-            }
+        match port
+            .queue
+            .enqueue(item, remaining, delay, now, &mut port.rng, &mut evicted)
+        {
+            Admitted::Dropped => self.drop_at_port(port_id, pkt),
             Admitted::Queued { marked } => {
                 if marked {
-                    packet.ecn = ECN_CE;
+                    self.arena.get_mut(pkt).ecn = ECN_CE;
                     port.counters.ecn_marks += 1;
                 }
                 let c = &mut port.counters;
@@ -763,14 +765,40 @@ impl Engine {
         self.scratch = evicted;
     }
 
+    /// Drops `pkt` at port `port_id`, counting it there.
+    fn drop_at_port(&mut self, port_id: PortId, pkt: PacketId) {
+        let size = self.arena.get(pkt).size as u64;
+        let c = &mut self.ports[port_id as usize].counters;
+        c.drop_packets += 1;
+        c.drop_bytes += size;
+        self.drop_packet(pkt);
+    }
+
+    /// Whether a switch port may queue `size` more bytes under the shared buffer's
+    /// dynamic threshold (host NICs have their own buffers).
+    fn shared_buffer_admits(&self, port_id: PortId, size: u32) -> bool {
+        let Some(shared) = self.config.shared_buffer else {
+            return true;
+        };
+        let node = &self.nodes[self.ports[port_id as usize].node as usize];
+        if node.kind != NodeKind::Switch {
+            return true;
+        }
+        let first = node.first_port as usize;
+        let used: u64 = self.ports[first..first + node.num_ports as usize]
+            .iter()
+            .map(|p| p.queue.bytes())
+            .sum();
+        let queued = self.ports[port_id as usize].queue.bytes();
+        let size = size as u64;
+        let threshold = shared.alpha * shared.bytes.saturating_sub(used) as f64;
+        used + size <= shared.bytes && (queued + size) as f64 <= threshold
+    }
+
     /// Drops packets a port's queue pushed out, counting them against the port.
     fn drop_all_from(&mut self, port_id: PortId, dropped: &mut Vec<PacketId>) {
         for pkt in dropped.drain(..) {
-            let size = self.arena.get(pkt).size as u64;
-            let c = &mut self.ports[port_id as usize].counters;
-            c.drop_packets += 1;
-            c.drop_bytes += size;
-            self.drop_packet(pkt);
+            self.drop_at_port(port_id, pkt);
         }
     }
 

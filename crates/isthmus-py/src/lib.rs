@@ -418,7 +418,7 @@ fn opt_i64(t: Option<Time>) -> i64 {
 #[pymethods]
 impl Engine {
     #[new]
-    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None))]
+    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None, shared_buffer=None))]
     fn new(
         topology: &Topology,
         seed: u64,
@@ -426,7 +426,15 @@ impl Engine {
         switch_queue: &Bound<'_, PyDict>,
         routing: &str,
         sample_interval: Option<u64>,
+        shared_buffer: Option<(u64, f64)>,
     ) -> PyResult<Self> {
+        if let Some((bytes, alpha)) = shared_buffer {
+            if bytes == 0 || !(alpha > 0.0 && alpha.is_finite()) {
+                return Err(value_error(
+                    "a shared buffer needs a positive size and a positive alpha",
+                ));
+            }
+        }
         if sample_interval == Some(0) {
             return Err(value_error("sample_interval must be greater than zero"));
         }
@@ -435,6 +443,8 @@ impl Engine {
             switch_queue: queue::queue_config_from(switch_queue)?,
             routing: RoutingPolicy::parse(routing).map_err(value_error)?,
             sample_interval,
+            shared_buffer: shared_buffer
+                .map(|(bytes, alpha)| isthmus_core::engine::SharedBuffer { bytes, alpha }),
         };
         Ok(Engine {
             inner: isthmus_core::Engine::new(topology.inner.clone(), config, seed),
