@@ -193,5 +193,66 @@ def bench(
         console.print(f"figures written to [bold]{json_out}[/]")
 
 
+@app.command()
+def reproduce(
+    study: str = typer.Argument(..., help="The study to reproduce: nosilverbullet."),
+    seconds: float = typer.Option(300.0, help="Simulated seconds per run."),
+    seed: int = typer.Option(1, help="Random seed."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the results as JSON."),
+) -> None:
+    """Reproduce a published study and print the table it argues from."""
+    if study != "nosilverbullet":
+        _fail(f"unknown study '{study}'; available: nosilverbullet")
+    if seconds <= 0:
+        _fail(f"--seconds must be positive, got {seconds}")
+    from isthmus.studies import nosilverbullet as nsb
+
+    runs = len(nsb.CONFIGURATIONS) * len(nsb.MIXES)
+    with _progress_bar() as progress:
+        task = progress.add_task("nosilverbullet", total=runs, status="")
+
+        def on_progress(config: str, mix: tuple[str, ...]) -> None:
+            progress.update(task, advance=1, status=f"{config} / {' + '.join(mix)}")
+
+        results = nsb.run(seconds=seconds, seed=seed, on_progress=on_progress)
+    paper_configs = list(nsb.CONFIGURATIONS)[:3]
+    best = nsb.winners(results, paper_configs)
+    best_all = nsb.winners(results, list(nsb.CONFIGURATIONS))
+    title = f"No silver bullet: Verizon LTE downlink, 150 ms RTT, {seconds:g} s a run"
+    table = Table(title=title)
+    table.add_column("configuration", no_wrap=True)
+    for label, _ in nsb.OBJECTIVES.values():
+        table.add_column(label, justify="right")
+    for config in nsb.CONFIGURATIONS:
+        cells = []
+        for key in nsb.OBJECTIVES:
+            text = f"{float(results[config][key[0]][key[1]]):.2f}"
+            if best[key] == config:
+                text = f"[bold green]{text}*[/]"
+            elif best_all[key] == config:
+                text = f"[bold cyan]{text}+[/]"
+            cells.append(text)
+        table.add_row(config, *cells)
+    console.print(table)
+    console.print(
+        "Mixes: B = 1 bulk transfer, W = on/off web pages, I = a 1 Mbit/s interactive stream."
+        " bulk: throughput (Mbit/s); web: 99.9th-percentile page time (s); int: power ="
+        " throughput / mean one-way delay. * best of the paper's three configurations,"
+        " + best overall."
+    )
+    paper = ", ".join(f"{c} {w} {v:g}" for (c, w), v in nsb.PAPER.items())
+    console.print(f"The paper's slides (B+W): {paper} (bulk Mbit/s, web tail s).")
+    wins = {c: sum(1 for w in best.values() if w == c) for c in paper_configs}
+    verdict = "No configuration wins every objective." if max(wins.values()) < len(best) else ""
+    tally = ", ".join(f"{c} {n}/{len(best)}" for c, n in wins.items())
+    console.print(f"Wins: {tally}. {verdict}")
+    if json_out is not None:
+        serial = {
+            c: {m: {k: float(v) for k, v in o.items()} for m, o in mixes.items()}
+            for c, mixes in results.items()
+        }
+        json_out.write_text(json.dumps(serial, indent=2) + "\n")
+
+
 if __name__ == "__main__":
     app()

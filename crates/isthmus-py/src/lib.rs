@@ -121,6 +121,24 @@ fn cdf_mean(text: &str, unit_bytes: f64) -> PyResult<f64> {
         .mean())
 }
 
+/// `n` sizes (bytes) drawn from a flow-size CDF with workload stream `stream` of `seed`.
+#[pyfunction]
+fn sample_sizes<'py>(
+    py: Python<'py>,
+    cdf_text: &str,
+    unit_bytes: f64,
+    n: usize,
+    seed: u64,
+    stream: u64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let cdf = SizeCdf::parse(cdf_text, unit_bytes).map_err(value_error)?;
+    let mut rng = Rng::stream(seed, Stream::Workload, stream);
+    Ok(column(
+        py,
+        (0..n).map(|_| cdf.sample(&mut rng)).collect::<Vec<u64>>(),
+    ))
+}
+
 /// Poisson flow arrivals on `topology`: columns src, dst, size_bytes, start_ps.
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
@@ -663,6 +681,8 @@ impl Engine {
                 ("packets_dropped", col!(|x| x.packets_dropped)),
                 ("retransmissions", col!(|x| x.retransmissions)),
                 ("timeouts", col!(|x| x.timeouts)),
+                ("delay_sum_ps", col!(|x| x.delay_sum_ps)),
+                ("delay_packets", col!(|x| x.delay_packets)),
             ],
         )
     }
@@ -726,5 +746,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(cdf_mean, m)?)?;
     m.add_function(wrap_pyfunction!(poisson_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(sample_sizes, m)?)?;
     Ok(())
 }

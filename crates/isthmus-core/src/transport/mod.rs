@@ -39,6 +39,10 @@ pub struct FlowRecord {
     /// TCP: segments sent again, and retransmission timeouts (SYN timeouts included).
     pub retransmissions: u64,
     pub timeouts: u64,
+    /// Sum over data packets reaching the receiver of their one-way delay, and their
+    /// count (the mean is the flow's delay as its application sees it).
+    pub delay_sum_ps: u64,
+    pub delay_packets: u64,
 }
 
 impl FlowRecord {
@@ -82,6 +86,10 @@ impl Flow {
     /// A packet of this flow reached its destination host.
     pub fn on_delivery(&mut self, flow: u32, pkt: &Packet, now: Time, out: &mut Outbox) -> bool {
         self.record.packets_delivered += 1;
+        if pkt.payload > 0 && pkt.dst == self.record.dst {
+            self.record.delay_sum_ps += now - pkt.created;
+            self.record.delay_packets += 1;
+        }
         if let Transport::Udp(_) = self.transport {
             let r = &mut self.record;
             r.bytes_delivered += pkt.payload as u64;
