@@ -218,3 +218,32 @@ def test_shared_buffer_queues_settle_at_the_dynamic_threshold(alpha):
         expected = alpha * buffer / (1 + congested * alpha)
         for q in held[:congested]:
             assert abs(q - expected) <= 1500, (alpha, congested, held, expected)
+
+
+def test_pfc_makes_an_incast_lossless_from_python_and_scenarios():
+    senders = 8
+    topo = star(senders, "10Gbps")
+    for pfc in (None, ("30KB", "15KB", [0])):
+        sim = Simulation(topo, switch_queue="300pkts", host_queue="100000pkts", pfc=pfc)
+        for i in range(senders):
+            sim.add_udp_flow(i, senders, "5Gbps", stop="3ms")
+        assert sim.run("1s", stop_when_flows_finish=True)
+        ports = sim.ports()
+        if pfc is None:
+            assert ports["drop_packets"].sum() > 0
+        else:
+            assert ports["drop_packets"].sum() == 0
+            assert ports["pfc_pauses"].sum() > 0
+            assert ports["pfc_pauses"].sum() == ports["pfc_resumes"].sum()
+    text = """
+name = "p"
+[topology]
+kind = "ring"
+switches = 3
+[network]
+pfc = { xoff = "10KB", xon = "20KB" }
+[run]
+duration = "1ms"
+"""
+    with pytest.raises(ScenarioError, match="PFC needs 0 < xon <= xoff"):
+        parse_scenario(text).build()

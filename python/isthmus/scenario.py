@@ -195,6 +195,14 @@ class LinkTraceModel(Strict):
     trace: str
 
 
+class PfcModel(Strict):
+    """Priority flow control at every switch ingress."""
+
+    xoff: Size
+    xon: Size
+    lossless: list[Annotated[int, Field(ge=0, le=7)]] = [0]
+
+
 class Network(Strict):
     """Routing and queueing. `ecn_threshold` puts DCTCP's step marker on every port;
     `scheduler` and `aqm` (see `isthmus.queues`) shape switch ports instead."""
@@ -208,6 +216,7 @@ class Network(Strict):
     link_traces: list[LinkTraceModel] = []
     shared_buffer: Size | None = None
     buffer_alpha: Annotated[float, Field(gt=0)] = 1.0
+    pfc: PfcModel | None = None
 
     @model_validator(mode="after")
     def _one_marker(self) -> Network:
@@ -372,6 +381,9 @@ class Scenario(Strict):
                 sample_interval=self.telemetry.sample_interval,
                 shared_buffer=self.network.shared_buffer,
                 buffer_alpha=self.network.buffer_alpha,
+                pfc=(self.network.pfc.xoff, self.network.pfc.xon, self.network.pfc.lossless)
+                if self.network.pfc
+                else None,
                 tcp=self.tcp,
             )
         except ValueError as e:

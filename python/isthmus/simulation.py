@@ -23,6 +23,15 @@ ROUTING_POLICIES = ("ecmp", "spray", "single_path")
 ARRIVALS = ("constant", "poisson")
 
 
+def _pfc(pfc: tuple[str, str, list[int]] | None) -> tuple[int, int, int] | None:
+    if pfc is None:
+        return None
+    xoff, xon, lossless = pfc
+    if not lossless or any(not 0 <= p <= 7 for p in lossless):
+        raise ValueError("PFC needs a list of lossless priorities, each 0..7")
+    return size_bytes(xoff), size_bytes(xon), sum(1 << p for p in set(lossless))
+
+
 class Simulation:
     """A network and its traffic. Times are picoseconds; every argument that is a
     quantity also accepts a unit string ("5ms", "10Gbps", "1500B", "250pkts").
@@ -31,7 +40,9 @@ class Simulation:
     `ecn_threshold` adds DCTCP's step marker on every port (host NICs too). Switch ports
     may instead take a `scheduler` and an `aqm` from `isthmus.queues`. With
     `shared_buffer`, each switch's queues share that many bytes under the dynamic-
-    threshold rule: a queue may grow while below `buffer_alpha` times the free buffer."""
+    threshold rule: a queue may grow while below `buffer_alpha` times the free buffer.
+    `pfc = (xoff, xon, lossless priorities)` turns on priority flow control at every
+    switch ingress (e.g. ("30KB", "15KB", [0]))."""
 
     def __init__(
         self,
@@ -47,6 +58,7 @@ class Simulation:
         sample_interval: int | str | None = None,
         shared_buffer: str | None = None,
         buffer_alpha: float = 1.0,
+        pfc: tuple[str, str, list[int]] | None = None,
         tcp: TcpParams | None = None,
     ):
         if routing not in ROUTING_POLICIES:
@@ -70,6 +82,7 @@ class Simulation:
             routing,
             time_ps(sample_interval) if sample_interval is not None else None,
             (size_bytes(shared_buffer), buffer_alpha) if shared_buffer is not None else None,
+            _pfc(pfc),
         )
 
     # ---- traffic -----------------------------------------------------------------

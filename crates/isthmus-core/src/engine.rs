@@ -46,6 +46,21 @@ pub struct EngineConfig {
     pub sample_interval: Option<Time>,
     /// Each switch's egress queues share one buffer with dynamic thresholds.
     pub shared_buffer: Option<SharedBuffer>,
+    /// Priority flow control on every switch ingress.
+    pub pfc: Option<Pfc>,
+}
+
+/// IEEE 802.1Qbb priority flow control: when the bytes a switch holds that arrived
+/// through one port in a lossless priority exceed `xoff`, the switch pauses that
+/// priority on the upstream transmitter (the frame takes the link's propagation delay);
+/// below `xon` it resumes it. `lossless` has bit p set for each lossless priority
+/// (priorities above 7 count as 7). Lossless needs egress limits deep enough to hold
+/// `xoff` plus a round trip of data per ingress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pfc {
+    pub xoff: u64,
+    pub xon: u64,
+    pub lossless: u8,
 }
 
 /// A switch buffer of `bytes` shared by its egress queues under the dynamic-threshold
@@ -65,6 +80,7 @@ impl Default for EngineConfig {
             routing: RoutingPolicy::Ecmp,
             sample_interval: None,
             shared_buffer: None,
+            pfc: None,
         }
     }
 }
@@ -88,6 +104,14 @@ pub struct Port {
     rng: Rng,
     /// A recorded capacity trace that replaces the fixed rate, if set.
     pub trace: Option<Box<crate::trace::LinkTrace>>,
+    /// PFC as an egress: classes the downstream paused (bit per class), and whether the
+    /// transmitter stopped with only paused classes waiting.
+    pub paused: u8,
+    stalled: bool,
+    /// PFC as a switch ingress: bytes held per priority that arrived here, and the
+    /// priorities this port has paused upstream.
+    ingress_bytes: [u64; 8],
+    pause_sent: u8,
     pub counters: PortCounters,
 }
 
@@ -267,6 +291,10 @@ impl Engine {
                     queue: PortQueue::new(queue.clone()),
                     rng: Rng::stream(seed, Stream::Aqm, ports.len() as u64),
                     trace: None,
+                    paused: 0,
+                    stalled: false,
+                    ingress_bytes: [0; 8],
+                    pause_sent: 0,
                     counters: PortCounters::default(),
                 });
             }
@@ -501,6 +529,7 @@ impl Engine {
             EventKind::ControlTick { timer } => self.on_control_tick(timer),
             EventKind::Command { slot } => self.on_command_due(slot),
             EventKind::EntryTimeout { node, entry } => self.on_entry_timeout(node, entry),
+            EventKind::Pfc { port, frame } => self.on_pfc_frame(port, frame),
         }
     }
 
@@ -561,7 +590,9 @@ impl Engine {
 
     /// A transport's packet enters the network at its source host.
     fn inject(&mut self, pkt: PacketId) {
-        let src = self.arena.get(pkt).src;
+        let packet = self.arena.get_mut(pkt);
+        packet.ingress = u32::MAX;
+        let src = packet.src;
         let host = self.topology.hosts[src as usize];
         self.forward(host, u16::MAX, pkt);
     }
@@ -584,6 +615,9 @@ impl Engine {
                 self.drop_packet(pkt);
             }
         } else {
+            let packet = self.arena.get_mut(pkt);
+            packet.ingress = port;
+            packet.pfc_held = false;
             self.forward(node, local, pkt);
         }
     }
@@ -721,7 +755,8 @@ impl Engine {
         );
         let port = &mut self.ports[port_id as usize];
         let class = port.queue.class_of(priority);
-        if port.up && port.queue.is_empty() && port.busy_until <= now {
+        let class_paused = class < 8 && port.paused & (1 << class) != 0;
+        if port.up && port.queue.is_empty() && port.busy_until <= now && !class_paused {
             port.queue.note_passthrough(class, size);
             self.transmit(port_id, pkt);
             return;
@@ -755,14 +790,97 @@ impl Engine {
                 let c = &mut port.counters;
                 c.max_queue_packets = c.max_queue_packets.max(port.queue.len() as u64);
                 c.max_queue_bytes = c.max_queue_bytes.max(port.queue.bytes());
-                if was_empty {
-                    self.events
-                        .push(port.busy_until, EventKind::PortFree { port: port_id });
+                if was_empty || port.stalled {
+                    port.stalled = false;
+                    self.events.push(
+                        port.busy_until.max(now),
+                        EventKind::PortFree { port: port_id },
+                    );
                 }
+                self.pfc_enter(pkt);
             }
         }
         self.drop_all_from(port_id, &mut evicted);
         self.scratch = evicted;
+    }
+
+    /// Counts a lossless packet that just joined a switch queue against the port it came
+    /// in through, pausing the upstream transmitter past `xoff`.
+    fn pfc_enter(&mut self, pkt: PacketId) {
+        let Some(pfc) = self.config.pfc else { return };
+        let packet = self.arena.get_mut(pkt);
+        let priority = packet.priority.min(7);
+        if packet.ingress == u32::MAX || pfc.lossless & (1 << priority) == 0 {
+            return;
+        }
+        packet.pfc_held = true;
+        let (ingress, size) = (packet.ingress, packet.size as u64);
+        let port = &mut self.ports[ingress as usize];
+        let held = &mut port.ingress_bytes[priority as usize];
+        *held += size;
+        port.counters.pfc_max_ingress_bytes = port.counters.pfc_max_ingress_bytes.max(*held);
+        if *held > pfc.xoff && port.pause_sent & (1 << priority) == 0 {
+            port.pause_sent |= 1 << priority;
+            port.counters.pfc_pauses += 1;
+            let (upstream, delay) = (port.peer, port.delay);
+            self.events.push(
+                self.now + delay,
+                EventKind::Pfc {
+                    port: upstream,
+                    frame: 1 << 8 | priority as u32,
+                },
+            );
+        }
+    }
+
+    /// Releases a lossless packet's hold on its ingress port as it leaves the switch's
+    /// queue (sent or dropped), resuming the upstream below `xon`.
+    fn pfc_leave(&mut self, pkt: PacketId) {
+        let packet = self.arena.get_mut(pkt);
+        if !packet.pfc_held {
+            return;
+        }
+        packet.pfc_held = false;
+        let pfc = self.config.pfc.expect("held only with PFC on");
+        let priority = packet.priority.min(7);
+        let (ingress, size) = (packet.ingress, packet.size as u64);
+        let port = &mut self.ports[ingress as usize];
+        let held = &mut port.ingress_bytes[priority as usize];
+        *held -= size;
+        if *held < pfc.xon && port.pause_sent & (1 << priority) != 0 {
+            port.pause_sent &= !(1 << priority);
+            port.counters.pfc_resumes += 1;
+            let (upstream, delay) = (port.peer, port.delay);
+            self.events.push(
+                self.now + delay,
+                EventKind::Pfc {
+                    port: upstream,
+                    frame: priority as u32,
+                },
+            );
+        }
+    }
+
+    /// A PFC frame reached transmitter `port_id`.
+    fn on_pfc_frame(&mut self, port_id: PortId, frame: u32) {
+        let now = self.now;
+        let port = &mut self.ports[port_id as usize];
+        let class = port.queue.class_of((frame & 0xff) as u8);
+        if class >= 8 {
+            return;
+        }
+        if frame >> 8 == 1 {
+            port.paused |= 1 << class;
+        } else {
+            port.paused &= !(1 << class);
+            if port.stalled && !port.queue.is_empty() {
+                port.stalled = false;
+                self.events.push(
+                    port.busy_until.max(now),
+                    EventKind::PortFree { port: port_id },
+                );
+            }
+        }
     }
 
     /// Drops `pkt` at port `port_id`, counting it there.
@@ -840,10 +958,15 @@ impl Engine {
             self.scratch = dropped;
             return;
         }
-        let next = port.queue.dequeue(now, &mut dropped);
+        let next = port.queue.dequeue_unpaused(now, port.paused, &mut dropped);
+        if next.is_none() && !port.queue.is_empty() {
+            // Only paused classes wait: a resume or a new arrival restarts the port.
+            port.stalled = true;
+        }
         self.drop_all_from(port_id, &mut dropped);
         self.scratch = dropped;
         let Some((item, marked)) = next else { return };
+        self.pfc_leave(item.pkt);
         if marked {
             self.arena.get_mut(item.pkt).ecn = ECN_CE;
             self.ports[port_id as usize].counters.ecn_marks += 1;
@@ -868,6 +991,7 @@ impl Engine {
     }
 
     pub(crate) fn drop_packet(&mut self, pkt: PacketId) {
+        self.pfc_leave(pkt);
         let packet = self.arena.get(pkt);
         let flow = packet.flow;
         let finished = self.flows[flow as usize].on_drop(packet, self.now);

@@ -38,6 +38,9 @@ pub enum EventKind {
     Command { slot: u32 },
     /// Flow entry `entry` of switch `node` may have expired.
     EntryTimeout { node: u32, entry: u32 },
+    /// A PFC frame reaches egress port `port`: pause (or resume) priority `frame & 0xff`
+    /// when bit 8 is set (clear).
+    Pfc { port: PortId, frame: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -19,6 +19,11 @@ pub struct PortCounters {
     pub wait_ps: u64,
     /// Time the transmitter spent serialising.
     pub busy_ps: u64,
+    /// PFC, at a switch's ingress: pause and resume frames sent upstream, and the most
+    /// bytes held that arrived through this port.
+    pub pfc_pauses: u64,
+    pub pfc_resumes: u64,
+    pub pfc_max_ingress_bytes: u64,
 }
 
 /// Rows of per-port values taken every `interval`; each column is row-major

@@ -436,7 +436,7 @@ fn opt_i64(t: Option<Time>) -> i64 {
 #[pymethods]
 impl Engine {
     #[new]
-    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None, shared_buffer=None))]
+    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None, shared_buffer=None, pfc=None))]
     fn new(
         topology: &Topology,
         seed: u64,
@@ -445,7 +445,13 @@ impl Engine {
         routing: &str,
         sample_interval: Option<u64>,
         shared_buffer: Option<(u64, f64)>,
+        pfc: Option<(u64, u64, u8)>,
     ) -> PyResult<Self> {
+        if let Some((xoff, xon, _)) = pfc {
+            if xon > xoff || xoff == 0 {
+                return Err(value_error("PFC needs 0 < xon <= xoff"));
+            }
+        }
         if let Some((bytes, alpha)) = shared_buffer {
             if bytes == 0 || !(alpha > 0.0 && alpha.is_finite()) {
                 return Err(value_error(
@@ -463,6 +469,11 @@ impl Engine {
             sample_interval,
             shared_buffer: shared_buffer
                 .map(|(bytes, alpha)| isthmus_core::engine::SharedBuffer { bytes, alpha }),
+            pfc: pfc.map(|(xoff, xon, lossless)| isthmus_core::engine::Pfc {
+                xoff,
+                xon,
+                lossless,
+            }),
         };
         Ok(Engine {
             inner: isthmus_core::Engine::new(topology.inner.clone(), config, seed),
@@ -652,6 +663,12 @@ impl Engine {
                 ("max_queue_bytes", col!(|x| x.counters.max_queue_bytes)),
                 ("wait_ps", col!(|x| x.counters.wait_ps)),
                 ("busy_ps", col!(|x| x.counters.busy_ps)),
+                ("pfc_pauses", col!(|x| x.counters.pfc_pauses)),
+                ("pfc_resumes", col!(|x| x.counters.pfc_resumes)),
+                (
+                    "pfc_max_ingress_bytes",
+                    col!(|x| x.counters.pfc_max_ingress_bytes),
+                ),
             ],
         )
     }

@@ -544,8 +544,19 @@ impl PortQueue {
     /// The next packet to transmit and whether the AQM marked it; packets the AQM drops
     /// on the way out are appended to `dropped`.
     pub fn dequeue(&mut self, now: Time, dropped: &mut Vec<PacketId>) -> Option<(Queued, bool)> {
+        self.dequeue_unpaused(now, 0, dropped)
+    }
+
+    /// As `dequeue`, skipping the classes set in `paused` (bit c: class c, as PFC pauses
+    /// them); None if only paused classes wait.
+    pub fn dequeue_unpaused(
+        &mut self,
+        now: Time,
+        paused: u8,
+        dropped: &mut Vec<PacketId>,
+    ) -> Option<(Queued, bool)> {
         loop {
-            let (item, verdict) = self.pick(now)?;
+            let (item, verdict) = self.pick(now, paused)?;
             self.packets -= 1;
             self.bytes -= item.size as u64;
             let c = &mut self.counters[item.class as usize];
@@ -568,7 +579,8 @@ impl PortQueue {
     }
 
     /// Takes the scheduler's next packet out of its queue, with the AQM's verdict.
-    fn pick(&mut self, now: Time) -> Option<(Queued, Verdict)> {
+    fn pick(&mut self, now: Time, paused: u8) -> Option<(Queued, Verdict)> {
+        let is_paused = |class: usize| class < 8 && paused & (1 << class) != 0;
         match &mut self.state {
             State::Classes {
                 queues,
@@ -579,12 +591,16 @@ impl PortQueue {
                 ..
             } => {
                 let class = match &self.config.scheduler {
-                    SchedulerConfig::Fifo | SchedulerConfig::StrictPriority { .. } => {
-                        queues.iter().position(|q| !q.fifo.is_empty())?
-                    }
+                    SchedulerConfig::Fifo | SchedulerConfig::StrictPriority { .. } => queues
+                        .iter()
+                        .enumerate()
+                        .position(|(c, q)| !q.fifo.is_empty() && !is_paused(c))?,
                     SchedulerConfig::Wfq { .. } => {
                         let mut best: Option<(usize, f64)> = None;
                         for (c, q) in queues.iter().enumerate() {
+                            if is_paused(c) {
+                                continue;
+                            }
                             if let Some(head) = q.fifo.front() {
                                 if best.is_none_or(|(_, tag)| head.tag < tag) {
                                     best = Some((c, head.tag));
@@ -595,24 +611,36 @@ impl PortQueue {
                         *virtual_time = tag;
                         c
                     }
-                    SchedulerConfig::Drr { quanta } => loop {
-                        let c = *active.front()?;
-                        if !*front_credited {
-                            deficits[c] += quanta[c] as i64;
-                            *front_credited = true;
+                    SchedulerConfig::Drr { quanta } => {
+                        let mut skipped = 0;
+                        loop {
+                            let c = *active.front()?;
+                            if is_paused(c) {
+                                skipped += 1;
+                                if skipped > active.len() {
+                                    return None;
+                                }
+                                active.rotate_left(1);
+                                *front_credited = false;
+                                continue;
+                            }
+                            if !*front_credited {
+                                deficits[c] += quanta[c] as i64;
+                                *front_credited = true;
+                            }
+                            let head = queues[c]
+                                .fifo
+                                .front()
+                                .expect("active classes are non-empty")
+                                .size as i64;
+                            if deficits[c] >= head {
+                                deficits[c] -= head;
+                                break c;
+                            }
+                            active.rotate_left(1);
+                            *front_credited = false;
                         }
-                        let head = queues[c]
-                            .fifo
-                            .front()
-                            .expect("active classes are non-empty")
-                            .size as i64;
-                        if deficits[c] >= head {
-                            deficits[c] -= head;
-                            break c;
-                        }
-                        active.rotate_left(1);
-                        *front_credited = false;
-                    },
+                    }
                     _ => unreachable!(),
                 };
                 let q = &mut queues[class];
@@ -632,6 +660,7 @@ impl PortQueue {
                     .on_dequeue(now - item.enqueued, q.bytes, item.ect, now);
                 Some((item, verdict))
             }
+            State::Fq { .. } | State::Pifo { .. } if is_paused(0) => None,
             State::Fq {
                 flows,
                 new_flows,
@@ -717,7 +746,7 @@ impl PortQueue {
     /// reconfiguring the port), without AQM decisions.
     pub fn drain(&mut self) -> Vec<Queued> {
         let mut out = Vec::with_capacity(self.len());
-        while let Some((item, _)) = self.pick(Time::MAX / 2) {
+        while let Some((item, _)) = self.pick(Time::MAX / 2, 0) {
             out.push(item);
         }
         self.packets = 0;
