@@ -437,6 +437,7 @@ fn opt_i64(t: Option<Time>) -> i64 {
 impl Engine {
     #[new]
     #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None, shared_buffer=None, pfc=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         topology: &Topology,
         seed: u64,
