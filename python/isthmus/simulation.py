@@ -159,6 +159,33 @@ class Simulation:
         )
         return np.arange(first, first + len(src), dtype=np.uint32)
 
+    def add_dcqcn_flow(
+        self,
+        src: int,
+        dst: int,
+        size: int | str,
+        *,
+        start: int | str = 0,
+        g: float = 1 / 256,
+        mtu: int | str = "1000B",
+    ) -> int:
+        """An RDMA-like DCQCN flow of `size` bytes, starting at its host's line rate (the
+        DCQCN paper's reaction-point parameters). Returns its id. Switch ports mark
+        with the ramp from `isthmus.transport.dcqcn_marker`."""
+        from isthmus.metrics import access_rates
+
+        line_rate = int(access_rates(self)[src]) if 0 <= src < self.topology.num_hosts else 1
+        first = self._engine.add_dcqcn_flows(
+            np.array([src], dtype=np.uint32),
+            np.array([dst], dtype=np.uint32),
+            np.array([size_bytes(size)], dtype=np.uint64),
+            np.array([time_ps(start)], dtype=np.uint64),
+            line_rate,
+            g,
+            size_bytes(mtu),
+        )
+        return int(first)
+
     def set_priority(self, flow: int, priority: int) -> None:
         """Puts every later packet of `flow` in traffic class `priority` (0 is served
         first by strict priority; classes index DRR quanta and WFQ weights)."""

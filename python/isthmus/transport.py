@@ -51,3 +51,24 @@ class TcpParams(Strict):
             "dctcp_g": self.dctcp_g,
             "dctcp_initial_alpha": self.dctcp_initial_alpha,
         }
+
+
+DCQCN_PROFILES = ("paper", "production")
+
+
+def dcqcn_marker(profile: str, link_rate: int | str):
+    """The congestion point's marking ramp for DCQCN. "paper": Kmin 5 KB, Kmax 200 KB,
+    Pmax 1 % (Zhu et al. 2015); "production": Kmin = 100 KB and Kmax = 400 KB scaled by
+    link rate / 25 Gbit/s, Pmax 20 % (the deployed profile). Pair it with g = 1/256."""
+    from isthmus.queues import Ramp
+
+    if profile not in DCQCN_PROFILES:
+        raise ValueError(
+            f"DCQCN profile must be one of {', '.join(DCQCN_PROFILES)}, got {profile!r}"
+        )
+    if profile == "paper":
+        return Ramp(kind="ramp", kmin="5KB", kmax="200KB", pmax=0.01)
+    scale = units.rate_bps(link_rate) / 25e9
+    return Ramp(
+        kind="ramp", kmin=f"{round(100_000 * scale)}B", kmax=f"{round(400_000 * scale)}B", pmax=0.2
+    )

@@ -55,7 +55,9 @@ pub struct EngineConfig {
 /// priority on the upstream transmitter (the frame takes the link's propagation delay);
 /// below `xon` it resumes it. `lossless` has bit p set for each lossless priority
 /// (priorities above 7 count as 7). Lossless needs egress limits deep enough to hold
-/// `xoff` plus a round trip of data per ingress.
+/// `xoff` plus a round trip of data per ingress. With PFC on, host NICs never drop: a
+/// paused NIC holds what its senders produce, as an RDMA NIC stalls its queue pairs
+/// (modelled as an unbounded NIC queue).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pfc {
     pub xoff: u64,
@@ -269,10 +271,14 @@ impl Engine {
             for (k, &(_, link)) in adj.iter().enumerate() {
                 let l = &topology.links[link as usize];
                 let side = if l.a == n as u32 { 0 } else { 1 };
-                let queue = if host {
-                    &config.host_queue
-                } else {
-                    &config.switch_queue
+                let nic = QueueConfig {
+                    limit: Limit::Packets(u64::MAX / 2),
+                    ..config.host_queue.clone()
+                };
+                let queue = match (host, config.pfc.is_some()) {
+                    (true, true) => &nic,
+                    (true, false) => &config.host_queue,
+                    (false, _) => &config.switch_queue,
                 };
                 let per_byte = 8 * crate::units::SEC;
                 ports.push(Port {
@@ -420,6 +426,47 @@ impl Engine {
             dst_port: 80,
             priority: 0,
             transport: Transport::Tcp(Box::new(TcpFlow::new(*config, size, start, iss))),
+        });
+        self.unfinished_flows += 1;
+        self.events.push(start, EventKind::FlowStart { flow: id });
+        Ok(id)
+    }
+
+    /// Adds a DCQCN (RDMA-like, rate-based) flow of `size` bytes; returns its flow id.
+    pub fn add_dcqcn_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        size: u64,
+        start: Time,
+        config: &crate::transport::dcqcn::DcqcnConfig,
+    ) -> Result<u32, String> {
+        self.check_hosts(src, dst)?;
+        config.validate()?;
+        if size == 0 {
+            return Err("size must be at least 1 byte".into());
+        }
+        if start < self.now {
+            return Err(format!(
+                "start ({start} ps) is in the past; the clock is at {} ps",
+                self.now
+            ));
+        }
+        let id = self.flows.len() as u32;
+        self.flows.push(Flow {
+            record: FlowRecord {
+                src,
+                dst,
+                size,
+                start,
+                ..Default::default()
+            },
+            src_port: (1024 + id % 64_000) as u16,
+            dst_port: 4791,
+            priority: 0,
+            transport: Transport::Dcqcn(Box::new(crate::transport::dcqcn::DcqcnFlow::new(
+                *config, size, start,
+            ))),
         });
         self.unfinished_flows += 1;
         self.events.push(start, EventKind::FlowStart { flow: id });

@@ -554,6 +554,45 @@ impl Engine {
             .map_err(value_error)
     }
 
+    /// Adds DCQCN flows (one per element of the equal-length arrays) whose senders start
+    /// at `line_rate` with the DCQCN paper's parameters, `g` and `cnp_interval` overridden;
+    /// returns the first flow's id.
+    #[allow(clippy::too_many_arguments)]
+    fn add_dcqcn_flows(
+        &mut self,
+        src: PyReadonlyArray1<'_, u32>,
+        dst: PyReadonlyArray1<'_, u32>,
+        size: PyReadonlyArray1<'_, u64>,
+        start: PyReadonlyArray1<'_, u64>,
+        line_rate: u64,
+        g: f64,
+        mtu_payload: u32,
+    ) -> PyResult<u32> {
+        let (src, dst, size, start) = (
+            src.as_slice()?,
+            dst.as_slice()?,
+            size.as_slice()?,
+            start.as_slice()?,
+        );
+        if dst.len() != src.len() || size.len() != src.len() || start.len() != src.len() {
+            return Err(value_error(
+                "src, dst, size and start must have the same length",
+            ));
+        }
+        let config = isthmus_core::transport::dcqcn::DcqcnConfig {
+            g,
+            mtu_payload,
+            ..isthmus_core::transport::dcqcn::DcqcnConfig::paper(line_rate)
+        };
+        let first = self.inner.num_flows() as u32;
+        for i in 0..src.len() {
+            self.inner
+                .add_dcqcn_flow(src[i], dst[i], size[i], start[i], &config)
+                .map_err(|e| value_error(format!("flow {i}: {e}")))?;
+        }
+        Ok(first)
+    }
+
     /// Unloaded round trip (ps) from host `src` to `dst`: a `data_bytes` packet out and
     /// an `ack_bytes` packet back.
     fn base_rtt(&self, src: u32, dst: u32, data_bytes: u32, ack_bytes: u32) -> PyResult<u64> {

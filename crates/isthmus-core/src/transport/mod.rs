@@ -2,6 +2,7 @@
 //! variant of [`Transport`]; it reacts to its timers and to packets delivered at either
 //! end, and hands the engine packets to send and timers to set through an [`Outbox`].
 
+pub mod dcqcn;
 pub mod tcp;
 pub mod timer;
 pub mod udp;
@@ -54,6 +55,7 @@ impl FlowRecord {
 pub enum Transport {
     Udp(udp::UdpSource),
     Tcp(Box<tcp::TcpFlow>),
+    Dcqcn(Box<dcqcn::DcqcnFlow>),
 }
 
 pub struct Flow {
@@ -80,6 +82,16 @@ impl Flow {
             );
             return self.udp_finished(now);
         }
+        if let Transport::Dcqcn(d) = &mut self.transport {
+            let mut io = tcp::Io::new(
+                flow,
+                now,
+                (self.src_port, self.dst_port),
+                &mut self.record,
+                out,
+            );
+            return d.on_timer(&mut io, token);
+        }
         self.with_tcp(flow, now, out, |t, io| t.on_timer(io, token))
     }
 
@@ -97,6 +109,16 @@ impl Flow {
             r.last_delivery = Some(now);
             return self.udp_finished(now);
         }
+        if let Transport::Dcqcn(d) = &mut self.transport {
+            let mut io = tcp::Io::new(
+                flow,
+                now,
+                (self.src_port, self.dst_port),
+                &mut self.record,
+                out,
+            );
+            return d.on_packet(&mut io, pkt);
+        }
         self.with_tcp(flow, now, out, |t, io| t.on_packet(io, pkt))
     }
 
@@ -105,18 +127,25 @@ impl Flow {
         self.record.packets_dropped += 1;
         match self.transport {
             Transport::Udp(_) => self.udp_finished(now),
-            // TCP learns of losses only from the ACKs that do not come.
-            Transport::Tcp(_) => false,
+            // TCP and DCQCN learn of losses from the ACKs and NAKs that come or do not.
+            Transport::Tcp(_) | Transport::Dcqcn(_) => false,
         }
     }
 
     /// A controller holds the flow's sender (no new data leaves) or releases it.
     pub fn set_held(&mut self, held: bool, flow: u32, now: Time, out: &mut Outbox) {
-        if let Transport::Udp(u) = &mut self.transport {
-            u.held = held;
-            return;
+        let mut io = tcp::Io::new(
+            flow,
+            now,
+            (self.src_port, self.dst_port),
+            &mut self.record,
+            out,
+        );
+        match &mut self.transport {
+            Transport::Udp(u) => u.held = held,
+            Transport::Tcp(t) => t.set_held(&mut io, held),
+            Transport::Dcqcn(d) => d.set_held(&mut io, held),
         }
-        self.with_tcp(flow, now, out, |t, io| t.set_held(io, held));
     }
 
     /// A controller paces the flow's sender at `rate` (None: unpaced).
@@ -127,11 +156,18 @@ impl Flow {
         now: Time,
         out: &mut Outbox,
     ) {
-        if let Transport::Udp(u) = &mut self.transport {
-            u.pace(rate);
-            return;
+        let mut io = tcp::Io::new(
+            flow,
+            now,
+            (self.src_port, self.dst_port),
+            &mut self.record,
+            out,
+        );
+        match &mut self.transport {
+            Transport::Udp(u) => u.pace(rate),
+            Transport::Tcp(t) => t.set_pace(&mut io, rate),
+            Transport::Dcqcn(d) => d.set_pace(&mut io, rate),
         }
-        self.with_tcp(flow, now, out, |t, io| t.set_pace(io, rate));
     }
 
     /// Runs `act` on the TCP state machine with this flow's context.

@@ -1,0 +1,423 @@
+//! DCQCN (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM
+//! 2015): a rate-based RDMA-like flow with go-back-N reliability.
+//!
+//! The reaction point (the sender):
+//! 1. sends packets paced at its current rate Rc, starting at line rate;
+//! 2. on a CNP: remembers Rc as the target Rt, cuts Rc ← Rc·(1 − α/2), raises
+//!    α ← (1 − g)·α + g, and restarts its increase machinery;
+//! 3. every `alpha_period` without a CNP, decays α ← (1 − g)·α;
+//! 4. counts rate-increase events, one per `timer` and one per `byte_counter` bytes sent;
+//!    while both counts are below F it recovers fast (Rc ← (Rt + Rc)/2), once either
+//!    passes F it increases additively (Rt += R_AI first), once both do, hyper-actively
+//!    (Rt += i·R_HAI), capped at line rate.
+//!
+//! The notification point (the receiver) answers CE-marked packets with a CNP, at most
+//! one per `cnp_interval` per flow. The congestion point is the switch's ramp marker
+//! (Kmin, Kmax, Pmax) from the data plane. Out-of-order arrivals (a loss without PFC)
+//! trigger one NAK per gap; the sender goes back to the NAKed packet. A timeout
+//! retransmits from the first unacknowledged packet if even the NAK was lost.
+
+use super::timer::Timer;
+use crate::packet::{Packet, ECN_CE, ECN_ECT0, PROTO_UDP};
+use crate::units::{serialization_time, Rate, Time, MS, US};
+
+/// IPv4 + UDP + InfiniBand BTH (12 B) headers of RoCEv2.
+pub const ROCE_HEADER_BYTES: u32 = 40;
+
+const SEND_TIMER: u32 = 0;
+const INCREASE_TIMER: u32 = 1;
+const ALPHA_TIMER: u32 = 2;
+const LOSS_TIMER: u32 = 3;
+
+/// Packet kinds on the wire (carried in the packet's TCP-flags field).
+const DATA: u8 = 0;
+const ACK: u8 = 1;
+const NAK: u8 = 2;
+const CNP: u8 = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DcqcnConfig {
+    /// Payload bytes per packet.
+    pub mtu_payload: u32,
+    pub line_rate: Rate,
+    pub g: f64,
+    pub alpha_period: Time,
+    pub timer: Time,
+    pub byte_counter: u64,
+    pub fast_recovery_stages: u32,
+    pub rate_ai: Rate,
+    pub rate_hai: Rate,
+    pub cnp_interval: Time,
+    /// ACK every this many packets (progress reports; losses are NAKed at once).
+    pub ack_every: u32,
+    pub retransmit_timeout: Time,
+    pub min_rate: Rate,
+}
+
+impl DcqcnConfig {
+    /// The DCQCN paper's parameters (Zhu et al. 2015) at `line_rate`.
+    pub fn paper(line_rate: Rate) -> DcqcnConfig {
+        DcqcnConfig {
+            mtu_payload: 1000,
+            line_rate,
+            g: 1.0 / 256.0,
+            alpha_period: 55 * US,
+            timer: 55 * US,
+            byte_counter: 10 * 1024 * 1024,
+            fast_recovery_stages: 5,
+            rate_ai: 40_000_000,
+            rate_hai: 100_000_000,
+            cnp_interval: 50 * US,
+            ack_every: 16,
+            retransmit_timeout: MS,
+            min_rate: 10_000_000,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.mtu_payload == 0
+            || self.line_rate == 0
+            || self.min_rate == 0
+            || self.min_rate > self.line_rate
+        {
+            return Err("DCQCN needs a positive MTU and 0 < min_rate <= line_rate".into());
+        }
+        if !(self.g > 0.0 && self.g <= 1.0) {
+            return Err("DCQCN g must lie in (0, 1]".into());
+        }
+        if self.alpha_period == 0
+            || self.timer == 0
+            || self.byte_counter == 0
+            || self.cnp_interval == 0
+            || self.ack_every == 0
+        {
+            return Err(
+                "DCQCN periods, byte counter, CNP interval and ack_every must be positive".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+pub struct DcqcnFlow {
+    cfg: DcqcnConfig,
+    size: u64,
+    // sender
+    started: bool,
+    next_seq: u64,
+    acked: u64,
+    rate: f64,
+    target: f64,
+    alpha: f64,
+    cnp_since_alpha_update: bool,
+    timer_stage: u32,
+    byte_stage: u32,
+    bytes_since_increase: u64,
+    send_timer: Timer,
+    increase_timer: Timer,
+    alpha_timer: Timer,
+    loss_timer: Timer,
+    // receiver
+    expected: u64,
+    nak_sent_for: Option<u64>,
+    last_cnp: Option<Time>,
+    since_ack: u32,
+    /// Highest packet number sent so far, plus one.
+    high_water: u64,
+    /// CNPs the sender has reacted to.
+    pub cnps: u64,
+    /// A controller's hold, and its rate cap (host-side pacing).
+    held: bool,
+    cap: Option<Rate>,
+}
+
+impl DcqcnFlow {
+    pub fn new(cfg: DcqcnConfig, size: u64, start: Time) -> DcqcnFlow {
+        DcqcnFlow {
+            cfg,
+            size,
+            started: false,
+            next_seq: 0,
+            acked: 0,
+            rate: cfg.line_rate as f64,
+            target: cfg.line_rate as f64,
+            alpha: 1.0,
+            cnp_since_alpha_update: false,
+            timer_stage: 0,
+            byte_stage: 0,
+            bytes_since_increase: 0,
+            send_timer: Timer::armed_at(start),
+            increase_timer: Timer::default(),
+            alpha_timer: Timer::default(),
+            loss_timer: Timer::default(),
+            expected: 0,
+            nak_sent_for: None,
+            last_cnp: None,
+            since_ack: 0,
+            high_water: 0,
+            cnps: 0,
+            held: false,
+            cap: None,
+        }
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    fn packets(&self) -> u64 {
+        self.size.div_ceil(self.cfg.mtu_payload as u64)
+    }
+
+    fn payload_of(&self, seq: u64) -> u32 {
+        let mtu = self.cfg.mtu_payload as u64;
+        (self.size - seq * mtu).min(mtu) as u32
+    }
+
+    fn packet(&self, io: &Io, from_sender: bool, kind: u8, seq: u64, payload: u32) -> Packet {
+        let r = &*io.record;
+        let (src, dst, src_port, dst_port) = if from_sender {
+            (r.src, r.dst, io.src_port, io.dst_port)
+        } else {
+            (r.dst, r.src, io.dst_port, io.src_port)
+        };
+        Packet {
+            src,
+            dst,
+            src_port,
+            dst_port,
+            proto: PROTO_UDP,
+            size: payload + ROCE_HEADER_BYTES,
+            payload,
+            seq: seq as u32,
+            tcp_flags: kind,
+            ecn: if kind == DATA { ECN_ECT0 } else { 0 },
+            flow: io.flow,
+            remaining: self.size.saturating_sub(seq * self.cfg.mtu_payload as u64),
+            created: io.now,
+            ..Default::default()
+        }
+    }
+
+    fn emit(io: &mut Io, pkt: Packet) {
+        io.record.packets_sent += 1;
+        io.out.packets.push(pkt);
+    }
+
+    pub fn on_timer(&mut self, io: &mut Io, token: u32) -> bool {
+        let now = io.now;
+        match token & 0b11 {
+            SEND_TIMER => {
+                if self.send_timer.fire(token, now, SEND_TIMER, io.out) {
+                    if !self.started {
+                        self.started = true;
+                        self.increase_timer
+                            .set(now + self.cfg.timer, INCREASE_TIMER, io.out);
+                        self.alpha_timer
+                            .set(now + self.cfg.alpha_period, ALPHA_TIMER, io.out);
+                    }
+                    self.send_next(io);
+                }
+            }
+            INCREASE_TIMER => {
+                if self.increase_timer.fire(token, now, INCREASE_TIMER, io.out)
+                    && !self.done_sending()
+                {
+                    self.timer_stage += 1;
+                    self.increase();
+                    self.increase_timer
+                        .set(now + self.cfg.timer, INCREASE_TIMER, io.out);
+                }
+            }
+            ALPHA_TIMER => {
+                if self.alpha_timer.fire(token, now, ALPHA_TIMER, io.out) && !self.done_sending() {
+                    if !self.cnp_since_alpha_update {
+                        self.alpha *= 1.0 - self.cfg.g;
+                    }
+                    self.cnp_since_alpha_update = false;
+                    self.alpha_timer
+                        .set(now + self.cfg.alpha_period, ALPHA_TIMER, io.out);
+                }
+            }
+            _ => {
+                if self.loss_timer.fire(token, now, LOSS_TIMER, io.out)
+                    && self.acked < self.packets()
+                {
+                    io.record.timeouts += 1;
+                    self.next_seq = self.acked;
+                    self.schedule_send(io, now);
+                }
+            }
+        }
+        false
+    }
+
+    fn done_sending(&self) -> bool {
+        self.acked >= self.packets()
+    }
+
+    fn schedule_send(&mut self, io: &mut Io, at: Time) {
+        self.send_timer.set(at, SEND_TIMER, io.out);
+    }
+
+    /// Holds new packets back, or releases them.
+    pub fn set_held(&mut self, io: &mut Io, held: bool) {
+        self.held = held;
+        if !held && self.started {
+            self.schedule_send(io, io.now);
+        }
+    }
+
+    /// Caps the sending rate at `rate` (None: DCQCN's rate alone).
+    pub fn set_pace(&mut self, _io: &mut Io, rate: Option<Rate>) {
+        self.cap = rate;
+    }
+
+    /// Sends the next packet and schedules the one after at the current rate.
+    fn send_next(&mut self, io: &mut Io) {
+        if self.held || self.next_seq >= self.packets() {
+            return;
+        }
+        let seq = self.next_seq;
+        let payload = self.payload_of(seq);
+        if seq < self.high_water {
+            io.record.retransmissions += 1;
+        }
+        let pkt = self.packet(io, true, DATA, seq, payload);
+        io.record.bytes_sent += payload as u64;
+        let wire = pkt.size;
+        Self::emit(io, pkt);
+        self.next_seq += 1;
+        self.high_water = self.high_water.max(self.next_seq);
+        self.bytes_since_increase += wire as u64;
+        if self.bytes_since_increase >= self.cfg.byte_counter {
+            self.bytes_since_increase = 0;
+            self.byte_stage += 1;
+            self.increase();
+        }
+        if !self.loss_timer.is_set() {
+            self.loss_timer
+                .set(io.now + self.cfg.retransmit_timeout, LOSS_TIMER, io.out);
+        }
+        if self.next_seq < self.packets() {
+            let rate = self.cap.map_or(self.rate, |cap| self.rate.min(cap as f64));
+            let gap = serialization_time(wire, rate as Rate);
+            self.schedule_send(io, io.now + gap);
+        }
+    }
+
+    /// One rate-increase event (timer or byte counter).
+    fn increase(&mut self) {
+        let f = self.cfg.fast_recovery_stages;
+        let (low, high) = (
+            self.timer_stage.min(self.byte_stage),
+            self.timer_stage.max(self.byte_stage),
+        );
+        if high < f {
+            // Fast recovery: halve the distance to the target.
+        } else if low > f {
+            self.target += (low - f) as f64 * self.cfg.rate_hai as f64;
+        } else {
+            self.target += self.cfg.rate_ai as f64;
+        }
+        let line = self.cfg.line_rate as f64;
+        self.target = self.target.min(line);
+        self.rate = ((self.target + self.rate) / 2.0).min(line);
+    }
+
+    fn on_cnp(&mut self) {
+        self.cnps += 1;
+        self.target = self.rate;
+        self.rate = (self.rate * (1.0 - self.alpha / 2.0)).max(self.cfg.min_rate as f64);
+        self.alpha = (1.0 - self.cfg.g) * self.alpha + self.cfg.g;
+        self.cnp_since_alpha_update = true;
+        self.timer_stage = 0;
+        self.byte_stage = 0;
+        self.bytes_since_increase = 0;
+    }
+
+    /// A packet of this flow arrived at its destination host; returns true when the
+    /// receiver has the whole message.
+    pub fn on_packet(&mut self, io: &mut Io, pkt: &Packet) -> bool {
+        if pkt.dst == io.record.dst {
+            return self.receive_data(io, pkt);
+        }
+        match pkt.tcp_flags {
+            CNP => self.on_cnp(),
+            ACK | NAK => {
+                let upto = self.unwrap(pkt.seq, self.acked);
+                if upto > self.acked {
+                    self.acked = upto;
+                    if self.done_sending() {
+                        self.loss_timer.cancel();
+                    } else {
+                        self.loss_timer.set(
+                            io.now + self.cfg.retransmit_timeout,
+                            LOSS_TIMER,
+                            io.out,
+                        );
+                    }
+                }
+                if pkt.tcp_flags == NAK && self.next_seq > upto {
+                    // Go back N: resend from the first packet the receiver lacks.
+                    self.next_seq = upto;
+                    if !self.send_timer.is_set() {
+                        self.schedule_send(io, io.now);
+                    }
+                }
+            }
+            _ => {}
+        }
+        false
+    }
+
+    fn unwrap(&self, seq: u32, near: u64) -> u64 {
+        (near as i64 + seq.wrapping_sub(near as u32) as i32 as i64).max(0) as u64
+    }
+
+    fn receive_data(&mut self, io: &mut Io, pkt: &Packet) -> bool {
+        let now = io.now;
+        if pkt.ecn == ECN_CE
+            && self
+                .last_cnp
+                .is_none_or(|t| now - t >= self.cfg.cnp_interval)
+        {
+            self.last_cnp = Some(now);
+            let cnp = self.packet(io, false, CNP, 0, 0);
+            Self::emit(io, cnp);
+        }
+        let seq = self.unwrap(pkt.seq, self.expected);
+        if seq != self.expected {
+            if seq > self.expected && self.nak_sent_for != Some(self.expected) {
+                self.nak_sent_for = Some(self.expected);
+                let nak = self.packet(io, false, NAK, self.expected, 0);
+                Self::emit(io, nak);
+            }
+            return false;
+        }
+        self.expected += 1;
+        self.nak_sent_for = None;
+        let r = &mut *io.record;
+        r.bytes_delivered += pkt.payload as u64;
+        r.first_delivery.get_or_insert(now);
+        r.last_delivery = Some(now);
+        let complete = self.expected == self.packets();
+        self.since_ack += 1;
+        if complete || self.since_ack >= self.cfg.ack_every {
+            self.since_ack = 0;
+            let ack = self.packet(io, false, ACK, self.expected, 0);
+            Self::emit(io, ack);
+        }
+        if complete && io.record.finish.is_none() {
+            io.record.finish = Some(now);
+            return true;
+        }
+        false
+    }
+}
+
+pub use super::tcp::Io;

@@ -1,0 +1,123 @@
+//! DCQCN: fair convergence with the queue held between the marking thresholds, and a
+//! lossless run under PFC.
+
+use isthmus_core::engine::Pfc;
+use isthmus_core::queue::{AqmConfig, QueueConfig, SchedulerConfig};
+use isthmus_core::transport::dcqcn::DcqcnConfig;
+use isthmus_core::units::{MS, SEC, US};
+use isthmus_core::{Engine, EngineConfig, Limit, LinkSpec, NodeKind, Topology};
+
+const G: u64 = 1_000_000_000;
+const KMIN: u64 = 5_000;
+const KMAX: u64 = 200_000;
+
+fn star(senders: usize, pfc: Option<Pfc>, sample: bool) -> Engine {
+    let mut nodes: Vec<(String, NodeKind)> = (0..senders)
+        .map(|i| (format!("h{i}"), NodeKind::Host))
+        .collect();
+    nodes.push(("rx".into(), NodeKind::Host));
+    nodes.push(("s".into(), NodeKind::Switch));
+    let link = LinkSpec {
+        rate: 40 * G,
+        delay: US,
+    };
+    let mut links: Vec<(String, String, LinkSpec)> = (0..senders)
+        .map(|i| (format!("h{i}"), "s".to_string(), link))
+        .collect();
+    links.push(("s".into(), "rx".into(), link));
+    let marker = AqmConfig::Ramp {
+        kmin: Limit::Bytes(KMIN),
+        kmax: Limit::Bytes(KMAX),
+        pmax: 0.01,
+    };
+    let config = EngineConfig {
+        host_queue: QueueConfig::drop_tail(Limit::Packets(10_000)),
+        switch_queue: QueueConfig {
+            limit: Limit::Bytes(2_000_000),
+            scheduler: SchedulerConfig::Fifo,
+            aqm: marker,
+        },
+        sample_interval: sample.then_some(20 * US),
+        pfc,
+        ..Default::default()
+    };
+    Engine::new(Topology::custom(&nodes, &links).unwrap(), config, 1)
+}
+
+fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    s * s / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
+}
+
+#[test]
+fn dcqcn_flows_converge_to_fair_shares_with_the_queue_between_kmin_and_kmax() {
+    let n = 4;
+    let mut e = star(n, None, true);
+    let cfg = DcqcnConfig::paper(40 * G);
+    for i in 0..n as u32 {
+        e.add_dcqcn_flow(i, n as u32, 2_000_000_000, 0, &cfg)
+            .unwrap();
+    }
+    e.run_until(20 * MS);
+    let before: Vec<u64> = e.flows().map(|f| f.bytes_delivered).collect();
+    e.run_until(60 * MS);
+    let shares: Vec<f64> = e
+        .flows()
+        .zip(&before)
+        .map(|(f, b)| (f.bytes_delivered - b) as f64)
+        .collect();
+    let total_gbps = shares.iter().sum::<f64>() * 8.0 / 0.04 / 1e9;
+    assert!(
+        jain(&shares) >= 0.95,
+        "Jain {:.3}: {shares:?}",
+        jain(&shares)
+    );
+    assert!(
+        total_gbps > 0.85 * 40.0 * 1000.0 / 1040.0,
+        "{total_gbps:.1} Gb/s on a 40 Gb/s link"
+    );
+    let switch = e.topology().node_index("s").unwrap();
+    let port = e
+        .ports
+        .iter()
+        .position(|p| p.node == switch && e.ports[p.peer as usize].node == n as u32)
+        .unwrap();
+    let s = e.sampler().unwrap();
+    let queue: Vec<u64> = (0..s.times.len())
+        .filter(|&r| s.times[r] > 20 * MS)
+        .map(|r| s.queue_bytes[r * s.num_ports + port])
+        .collect();
+    let mean = queue.iter().sum::<u64>() as f64 / queue.len() as f64;
+    assert!(
+        mean > KMIN as f64 && mean < KMAX as f64,
+        "mean queue {mean:.0} B outside [Kmin, Kmax]"
+    );
+    let drops: u64 = e.ports.iter().map(|p| p.counters.drop_packets).sum();
+    assert_eq!(drops, 0);
+}
+
+#[test]
+fn dcqcn_with_pfc_loses_nothing_in_an_incast() {
+    let n = 16;
+    // Shallow switch buffers: without PFC the first burst would overflow them.
+    let pfc = Pfc {
+        xoff: 40_000,
+        xon: 20_000,
+        lossless: 1,
+    };
+    let mut e = star(n, Some(pfc), false);
+    let cfg = DcqcnConfig::paper(40 * G);
+    for i in 0..n as u32 {
+        e.add_dcqcn_flow(i, n as u32, 2_000_000, 0, &cfg).unwrap();
+    }
+    assert!(e.run_until_flows_finish(SEC));
+    let drops: u64 = e.ports.iter().map(|p| p.counters.drop_packets).sum();
+    assert_eq!(drops, 0, "PFC-lossless DCQCN dropped packets");
+    assert!(e
+        .flows()
+        .all(|f| f.bytes_delivered == 2_000_000 && f.retransmissions == 0));
+    assert!(
+        e.ports.iter().map(|p| p.counters.pfc_pauses).sum::<u64>() > 0,
+        "the incast never needed PFC"
+    );
+}

@@ -1,0 +1,36 @@
+"""Datacenter transports from Python: DCQCN with its marking profiles."""
+
+import numpy as np
+import pytest
+
+from isthmus import Link, Simulation, Topology
+from isthmus.transport import dcqcn_marker
+
+
+def test_dcqcn_marker_profiles_scale_with_link_rate():
+    paper = dcqcn_marker("paper", "40Gbps")
+    assert (paper.kmin, paper.kmax, paper.pmax) == ("5KB", "200KB", 0.01)
+    prod = dcqcn_marker("production", "100Gbps")
+    assert (prod.kmin, prod.kmax, prod.pmax) == ("400000B", "1600000B", 0.2)
+    with pytest.raises(ValueError, match="profile must be one of"):
+        dcqcn_marker("fast", "40Gbps")
+
+
+def test_a_lossless_dcqcn_incast_finishes_near_line_rate():
+    topo = Topology.leaf_spine(1, 2, 4, Link("40Gbps", "1us"), Link("40Gbps", "1us"))
+    sim = Simulation(
+        topo,
+        aqm=dcqcn_marker("production", "40Gbps"),
+        switch_queue="2MB",
+        pfc=("40KB", "20KB", [0]),
+    )
+    for host in range(4):
+        sim.add_dcqcn_flow(host, 4, "5MB")
+    assert sim.run("1s", stop_when_flows_finish=True)
+    ports = sim.ports()
+    assert ports["drop_packets"].sum() == 0
+    assert ports["pfc_pauses"].sum() > 0
+    # 20 MB through one 40 Gb/s port: 4 ms at line rate (1000 B payload per 1040 B).
+    last_ms = sim.flows()["finish_ps"].max() / 1e9
+    assert 4.0 < last_ms < 4.0 * 1.15, last_ms
+    assert np.all(sim.flows()["bytes_delivered"] == 5_000_000)
