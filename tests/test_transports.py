@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from isthmus import Link, Simulation, Topology
+from isthmus.control import Controller, ControlPlane
 from isthmus.transport import dcqcn_marker
 
 
@@ -34,3 +35,32 @@ def test_a_lossless_dcqcn_incast_finishes_near_line_rate():
     last_ms = sim.flows()["finish_ps"].max() / 1e9
     assert 4.0 < last_ms < 4.0 * 1.15, last_ms
     assert np.all(sim.flows()["bytes_delivered"] == 5_000_000)
+
+
+class PredictsCongestion(Controller):
+    """Tells the bottleneck's BCN point the queue will be 60 packets (the IBCN hook)."""
+
+    def on_start(self):
+        self.set_bcn_queue("s", 2, 60.0)
+
+
+def test_bcn_sources_back_off_on_a_supplied_queue_value():
+    hosts = ["a", "b", "rx"]
+    links = [(h, "s", Link("1Gbps", "1us")) for h in hosts]
+    delivered = {}
+    for predicted in (False, True):
+        sim = Simulation(Topology.custom(hosts, ["s"], links), switch_queue="1000pkts", bcn={})
+        for host in range(2):
+            sim.add_bcn_flow(host, 2, fair_share="500Mbps", stop="50ms")
+        plane = ControlPlane(sim)
+        if predicted:
+            plane.add(PredictsCongestion())
+        plane.run("50ms")
+        delivered[predicted] = sim.flows()["bytes_delivered"].sum()
+        feedback = sim.bcn()
+        if predicted:
+            # Every feedback frame carries e = -(60 - 20 + w * 0) or so: NORMAL, never STOP.
+            assert feedback["normal"].sum() > 0 and feedback["stop"].sum() == 0
+    assert delivered[True] < 0.5 * delivered[False], delivered
+    with pytest.raises(ValueError, match="unknown BCN field"):
+        Simulation(Topology.custom(hosts, ["s"], links), bcn={"qeq": 10})

@@ -32,6 +32,21 @@ def _pfc(pfc: tuple[str, str, list[int]] | None) -> tuple[int, int, int] | None:
     return size_bytes(xoff), size_bytes(xon), sum(1 << p for p in set(lossless))
 
 
+BCN_POINT_DEFAULTS = {"pm": 0.01, "q_eq": 20.0, "q_sc": 90.0, "w": 2.0}
+
+
+def _bcn(bcn: dict | None) -> tuple[float, float, float, float] | None:
+    if bcn is None:
+        return None
+    unknown = set(bcn) - set(BCN_POINT_DEFAULTS)
+    if unknown:
+        raise ValueError(
+            f"unknown BCN field(s) {', '.join(sorted(unknown))}; use pm, q_eq, q_sc, w"
+        )
+    merged = {**BCN_POINT_DEFAULTS, **bcn}
+    return (float(merged["pm"]), float(merged["q_eq"]), float(merged["q_sc"]), float(merged["w"]))
+
+
 class Simulation:
     """A network and its traffic. Times are picoseconds; every argument that is a
     quantity also accepts a unit string ("5ms", "10Gbps", "1500B", "250pkts").
@@ -42,7 +57,9 @@ class Simulation:
     `shared_buffer`, each switch's queues share that many bytes under the dynamic-
     threshold rule: a queue may grow while below `buffer_alpha` times the free buffer.
     `pfc = (xoff, xon, lossless priorities)` turns on priority flow control at every
-    switch ingress (e.g. ("30KB", "15KB", [0]))."""
+    switch ingress (e.g. ("30KB", "15KB", [0])). `bcn` puts BCN congestion points on
+    switch ports: a dict with any of pm (0.01), q_eq (20), q_sc (90), w (2), queue
+    thresholds in packets (the IBCN paper's values by default)."""
 
     def __init__(
         self,
@@ -59,6 +76,7 @@ class Simulation:
         shared_buffer: str | None = None,
         buffer_alpha: float = 1.0,
         pfc: tuple[str, str, list[int]] | None = None,
+        bcn: dict | None = None,
         tcp: TcpParams | None = None,
     ):
         if routing not in ROUTING_POLICIES:
@@ -83,6 +101,7 @@ class Simulation:
             time_ps(sample_interval) if sample_interval is not None else None,
             (size_bytes(shared_buffer), buffer_alpha) if shared_buffer is not None else None,
             _pfc(pfc),
+            _bcn(bcn),
         )
 
     # ---- traffic -----------------------------------------------------------------
@@ -185,6 +204,44 @@ class Simulation:
             size_bytes(mtu),
         )
         return int(first)
+
+    def add_bcn_flow(
+        self,
+        src: int,
+        dst: int,
+        *,
+        fair_share: int | str,
+        size: int | str | None = None,
+        start: int | str = 0,
+        stop: int | str | None = None,
+        ru: int | str = "3Mbps",
+        gi: float = 4.0,
+        gd: float = 0.02,
+    ) -> int:
+        """A BCN-regulated datagram source from `src` to `dst` at its host's line rate
+        (IBCN's reaction point: Ru, Gi, Gd), restarting after STOP at `fair_share`.
+        Runs until `size` bytes or `stop`. Returns its id."""
+        from isthmus.metrics import access_rates
+
+        if size is None and stop is None:
+            raise ValueError("a BCN flow needs a size, a stop time, or both")
+        line_rate = int(access_rates(self)[src]) if 0 <= src < self.topology.num_hosts else 1
+        return self._engine.add_bcn_flow(
+            src,
+            dst,
+            line_rate,
+            rate_bps(fair_share),
+            size_bytes(size) if size is not None else 0,
+            time_ps(start),
+            time_ps(stop) if stop is not None else 2**63,
+            rate_bps(ru),
+            gi,
+            gd,
+        )
+
+    def bcn(self) -> dict[str, np.ndarray]:
+        """BCN feedback sent per port: samples, positive, normal, stop."""
+        return self._engine.bcn_table()
 
     def set_priority(self, flow: int, priority: int) -> None:
         """Puts every later packet of `flow` in traffic class `priority` (0 is served

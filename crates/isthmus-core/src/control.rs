@@ -109,6 +109,13 @@ pub enum Command {
     /// Replace the queueing of one port of `switch` (None: every port). A change of
     /// AQM alone keeps the queues as they are; any other change re-queues the waiting
     /// packets in service order under the new configuration.
+    /// Feed switch `switch`'s BCN congestion point on `port` this queue value (packets)
+    /// instead of the measured queue; None measures again (the IBCN hook).
+    SetBcnQueue {
+        switch: u32,
+        port: u16,
+        queue: Option<f64>,
+    },
     ConfigureQueue {
         switch: u32,
         port: Option<u16>,
@@ -247,6 +254,17 @@ impl Engine {
         Ok(())
     }
 
+    /// Hold, release and pace act on senders that have a rate or window to govern.
+    fn check_governable(&self, flow: u32) -> Result<(), String> {
+        self.check_flow(flow)?;
+        if let crate::transport::Transport::Bcn(_) = self.flows[flow as usize].transport {
+            return Err(format!(
+                "flow {flow} is a BCN source, whose rate its regulator sets"
+            ));
+        }
+        Ok(())
+    }
+
     /// Installs an entry on `switch` after `delay`; returns its id (valid at once, for
     /// deleting it later).
     #[allow(clippy::too_many_arguments)]
@@ -347,11 +365,26 @@ impl Engine {
                 self.check_switch(*switch)?;
                 ports.iter().try_for_each(|&p| self.check_port(*switch, p))
             }
-            Command::Hold { flow } | Command::Release { flow } => self.check_flow(*flow),
+            Command::Hold { flow } | Command::Release { flow } => self.check_governable(*flow),
             Command::Pace { flow, rate } => {
-                self.check_flow(*flow)?;
+                self.check_governable(*flow)?;
                 if *rate == Some(0) {
                     return Err("a pacing rate must be greater than zero".into());
+                }
+                Ok(())
+            }
+            Command::SetBcnQueue {
+                switch,
+                port,
+                queue,
+            } => {
+                self.check_switch(*switch)?;
+                self.check_port(*switch, *port)?;
+                if queue.is_some_and(|q| !(q >= 0.0 && q.is_finite())) {
+                    return Err(
+                        "a supplied BCN queue must be a finite, non-negative number of packets"
+                            .into(),
+                    );
                 }
                 Ok(())
             }
@@ -513,17 +546,26 @@ impl Engine {
                 self.nodes[b.node as usize].rule_drops += 1;
                 self.drop_packet(b.pkt);
             }
-            Command::Hold { flow } => {
-                self.with_flow(flow, |f, id, now, out| f.set_held(true, id, now, out))
-            }
-            Command::Release { flow } => {
-                self.with_flow(flow, |f, id, now, out| f.set_held(false, id, now, out))
-            }
-            Command::Pace { flow, rate } => {
-                self.with_flow(flow, |f, id, now, out| f.set_pace(rate, id, now, out))
-            }
+            Command::Hold { flow } => self
+                .with_flow(flow, |f, id, now, out| f.set_held(true, id, now, out))
+                .expect("validated when issued"),
+            Command::Release { flow } => self
+                .with_flow(flow, |f, id, now, out| f.set_held(false, id, now, out))
+                .expect("validated when issued"),
+            Command::Pace { flow, rate } => self
+                .with_flow(flow, |f, id, now, out| f.set_pace(rate, id, now, out))
+                .expect("validated when issued"),
             Command::SetLink { link, up } => {
                 self.set_link_up(link as usize, up).expect("validated");
+            }
+            Command::SetBcnQueue {
+                switch,
+                port,
+                queue,
+            } => {
+                let global = self.nodes[switch as usize].first_port + port as u32;
+                self.set_bcn_queue(global, queue)
+                    .expect("validated when issued");
             }
             Command::ConfigureQueue {
                 switch,

@@ -23,6 +23,9 @@ use crate::routing::{choose, reduce, RouteTable, RoutingPolicy};
 use crate::slab::Slab;
 use crate::telemetry::{PortCounters, Sampler};
 use crate::topology::{NodeKind, Topology};
+use crate::transport::bcn::{
+    BcnPoint, BcnPointConfig, BcnSource, BcnSourceConfig, FEEDBACK_BYTES, PROTO_BCN, RATE_REGULATED,
+};
 use crate::transport::tcp::{TcpConfig, TcpFlow};
 use crate::transport::udp::{Arrivals, UdpSource, UDP_HEADER_BYTES};
 use crate::transport::{Flow, FlowRecord, Outbox, Transport};
@@ -48,6 +51,8 @@ pub struct EngineConfig {
     pub shared_buffer: Option<SharedBuffer>,
     /// Priority flow control on every switch ingress.
     pub pfc: Option<Pfc>,
+    /// BCN congestion points at every switch egress.
+    pub bcn: Option<BcnPointConfig>,
 }
 
 /// IEEE 802.1Qbb priority flow control: when the bytes a switch holds that arrived
@@ -83,6 +88,7 @@ impl Default for EngineConfig {
             sample_interval: None,
             shared_buffer: None,
             pfc: None,
+            bcn: None,
         }
     }
 }
@@ -114,6 +120,8 @@ pub struct Port {
     /// priorities this port has paused upstream.
     ingress_bytes: [u64; 8],
     pause_sent: u8,
+    /// The BCN congestion point's state (used when BCN is on).
+    pub bcn: BcnPoint,
     pub counters: PortCounters,
 }
 
@@ -301,6 +309,7 @@ impl Engine {
                     stalled: false,
                     ingress_bytes: [0; 8],
                     pause_sent: 0,
+                    bcn: BcnPoint::default(),
                     counters: PortCounters::default(),
                 });
             }
@@ -790,6 +799,9 @@ impl Engine {
     }
 
     pub(crate) fn enqueue(&mut self, port_id: PortId, pkt: PacketId) {
+        if self.config.bcn.is_some() {
+            self.bcn_congestion_point(port_id, pkt);
+        }
         let now = self.now;
         let packet = self.arena.get_mut(pkt);
         packet.enqueued = now;
@@ -928,6 +940,90 @@ impl Engine {
                 );
             }
         }
+    }
+
+    /// BCN: a switch port samples an arriving data packet and may send its source a
+    /// feedback frame, routed back from this switch.
+    fn bcn_congestion_point(&mut self, port_id: PortId, pkt: PacketId) {
+        let cfg = self.config.bcn.expect("called with BCN on");
+        let port = &mut self.ports[port_id as usize];
+        let node = port.node;
+        let packet = self.arena.get(pkt);
+        if self.nodes[node as usize].kind != NodeKind::Switch
+            || packet.proto == PROTO_BCN
+            || packet.payload == 0
+        {
+            return;
+        }
+        let tagged = packet.tag[0] & RATE_REGULATED != 0;
+        let queue = port.queue.len() as f64;
+        let Some(feedback) = port.bcn.on_arrival(&cfg, queue, tagged, &mut port.rng) else {
+            return;
+        };
+        let frame = Packet {
+            src: packet.dst,
+            dst: packet.src,
+            proto: PROTO_BCN,
+            size: FEEDBACK_BYTES,
+            flow: packet.flow,
+            tag: feedback.encode(),
+            created: self.now,
+            ..Default::default()
+        };
+        self.flows[frame.flow as usize].record.packets_sent += 1;
+        let id = self.arena.alloc(frame);
+        self.arena.get_mut(id).ingress = u32::MAX;
+        self.forward(node, u16::MAX, id);
+    }
+
+    /// Makes switch port `port_id`'s BCN congestion point use `queue` (packets) instead
+    /// of its measured queue; None measures again. IBCN feeds predictions through this.
+    pub fn set_bcn_queue(&mut self, port_id: PortId, queue: Option<f64>) -> Result<(), String> {
+        let port = self
+            .ports
+            .get_mut(port_id as usize)
+            .ok_or_else(|| format!("port {port_id} does not exist"))?;
+        port.bcn.queue_override = queue;
+        Ok(())
+    }
+
+    /// Adds a BCN-regulated source sending datagrams from host `src` to `dst` until
+    /// `size` bytes (0: unbounded) or `stop`; returns its flow id.
+    pub fn add_bcn_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        cfg: &BcnSourceConfig,
+        size: u64,
+        start: Time,
+        stop: Time,
+    ) -> Result<u32, String> {
+        self.check_hosts(src, dst)?;
+        cfg.validate()?;
+        if stop <= start || start < self.now {
+            return Err(format!(
+                "need now <= start < stop (start {start} ps, stop {stop} ps, now {} ps)",
+                self.now
+            ));
+        }
+        let id = self.flows.len() as u32;
+        let rng = Rng::stream(self.seed, Stream::Flow, id as u64);
+        self.flows.push(Flow {
+            record: FlowRecord {
+                src,
+                dst,
+                size,
+                start,
+                ..Default::default()
+            },
+            src_port: (1024 + id % 64_000) as u16,
+            dst_port: 5002,
+            priority: 0,
+            transport: Transport::Bcn(Box::new(BcnSource::new(*cfg, size, stop, rng))),
+        });
+        self.unfinished_flows += 1;
+        self.events.push(start, EventKind::FlowStart { flow: id });
+        Ok(id)
     }
 
     /// Drops `pkt` at port `port_id`, counting it there.

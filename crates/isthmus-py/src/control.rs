@@ -395,6 +395,26 @@ impl Engine {
         self.issue(delay, Command::Pace { flow, rate })
     }
 
+    /// Feeds the BCN congestion point of `port` of `switch` a queue value (packets), or
+    /// measures again with None.
+    #[pyo3(signature = (delay, switch, port, queue=None))]
+    fn set_bcn_queue(
+        &mut self,
+        delay: u64,
+        switch: u32,
+        port: u16,
+        queue: Option<f64>,
+    ) -> PyResult<()> {
+        self.issue(
+            delay,
+            Command::SetBcnQueue {
+                switch,
+                port,
+                queue,
+            },
+        )
+    }
+
     fn set_link(&mut self, delay: u64, link: u32, up: bool) -> PyResult<()> {
         self.issue(delay, Command::SetLink { link, up })
     }

@@ -436,7 +436,7 @@ fn opt_i64(t: Option<Time>) -> i64 {
 #[pymethods]
 impl Engine {
     #[new]
-    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None, shared_buffer=None, pfc=None))]
+    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None, shared_buffer=None, pfc=None, bcn=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         topology: &Topology,
@@ -447,7 +447,15 @@ impl Engine {
         sample_interval: Option<u64>,
         shared_buffer: Option<(u64, f64)>,
         pfc: Option<(u64, u64, u8)>,
+        bcn: Option<(f64, f64, f64, f64)>,
     ) -> PyResult<Self> {
+        if let Some((pm, q_eq, q_sc, w)) = bcn {
+            if !(pm > 0.0 && pm <= 1.0) || q_eq < 0.0 || q_sc <= q_eq || w < 0.0 {
+                return Err(value_error(
+                    "BCN needs 0 < Pm <= 1, 0 <= Qeq < Qsc and w >= 0",
+                ));
+            }
+        }
         if let Some((xoff, xon, _)) = pfc {
             if xon > xoff || xoff == 0 {
                 return Err(value_error("PFC needs 0 < xon <= xoff"));
@@ -474,6 +482,14 @@ impl Engine {
                 xoff,
                 xon,
                 lossless,
+            }),
+            bcn: bcn.map(|(sample_probability, q_eq, q_sc, w)| {
+                isthmus_core::transport::bcn::BcnPointConfig {
+                    sample_probability,
+                    q_eq,
+                    q_sc,
+                    w,
+                }
             }),
         };
         Ok(Engine {
@@ -591,6 +607,64 @@ impl Engine {
                 .map_err(|e| value_error(format!("flow {i}: {e}")))?;
         }
         Ok(first)
+    }
+
+    /// Adds a BCN-regulated datagram source (IBCN's reaction-point parameters) at
+    /// `line_rate`, restarting after STOP at `fair_share`; returns its flow id.
+    #[allow(clippy::too_many_arguments)]
+    fn add_bcn_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        line_rate: u64,
+        fair_share: u64,
+        size: u64,
+        start: u64,
+        stop: u64,
+        ru: u64,
+        gi: f64,
+        gd: f64,
+    ) -> PyResult<u32> {
+        let cfg = isthmus_core::transport::bcn::BcnSourceConfig {
+            ru,
+            gi,
+            gd,
+            ..isthmus_core::transport::bcn::BcnSourceConfig::ibcn(line_rate, fair_share)
+        };
+        self.inner
+            .add_bcn_flow(src, dst, &cfg, size, start, stop)
+            .map_err(value_error)
+    }
+
+    /// BCN feedback each switch port has sent: columns port_index, samples, positive,
+    /// normal, stop.
+    fn bcn_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let p = &self.inner.ports;
+        dict_of(
+            py,
+            vec![
+                (
+                    "port_index",
+                    column(py, (0..p.len() as u32).collect::<Vec<_>>()),
+                ),
+                (
+                    "samples",
+                    column(py, p.iter().map(|x| x.bcn.samples).collect::<Vec<_>>()),
+                ),
+                (
+                    "positive",
+                    column(py, p.iter().map(|x| x.bcn.sent[0]).collect::<Vec<_>>()),
+                ),
+                (
+                    "normal",
+                    column(py, p.iter().map(|x| x.bcn.sent[1]).collect::<Vec<_>>()),
+                ),
+                (
+                    "stop",
+                    column(py, p.iter().map(|x| x.bcn.sent[2]).collect::<Vec<_>>()),
+                ),
+            ],
+        )
     }
 
     /// Unloaded round trip (ps) from host `src` to `dst`: a `data_bytes` packet out and

@@ -198,6 +198,11 @@ class Controller(_Program):
         """Spaces a flow's packets at `rate` (None: unpaced)."""
         self._plane._engine_call("pace", 0, flow, None if rate is None else rate_bps(rate))
 
+    def set_bcn_queue(self, switch: int | str, port: int, queue: float | None) -> None:
+        """Feeds the BCN congestion point of a switch port a queue value (packets) in
+        place of the measured queue, e.g. a prediction; None measures again."""
+        self._plane._engine_call("set_bcn_queue", 0, self._plane.ports.node(switch), port, queue)
+
     def set_link(self, link: int, up: bool) -> None:
         self._plane._engine_call("set_link", 0, link, up)
 

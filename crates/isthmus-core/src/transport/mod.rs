@@ -2,6 +2,7 @@
 //! variant of [`Transport`]; it reacts to its timers and to packets delivered at either
 //! end, and hands the engine packets to send and timers to set through an [`Outbox`].
 
+pub mod bcn;
 pub mod dcqcn;
 pub mod tcp;
 pub mod timer;
@@ -56,6 +57,7 @@ pub enum Transport {
     Udp(udp::UdpSource),
     Tcp(Box<tcp::TcpFlow>),
     Dcqcn(Box<dcqcn::DcqcnFlow>),
+    Bcn(Box<bcn::BcnSource>),
 }
 
 pub struct Flow {
@@ -71,28 +73,25 @@ impl Flow {
     // Each event handler returns true when the flow has just finished.
 
     pub fn on_timer(&mut self, flow: u32, now: Time, token: u32, out: &mut Outbox) -> bool {
-        if let Transport::Udp(u) = &mut self.transport {
-            u.on_timer(
-                flow,
-                self.src_port,
-                self.dst_port,
-                now,
-                &mut self.record,
-                out,
-            );
-            return self.udp_finished(now);
+        let ports = (self.src_port, self.dst_port);
+        match &mut self.transport {
+            Transport::Udp(u) => {
+                u.on_timer(flow, ports.0, ports.1, now, &mut self.record, out);
+                self.datagrams_finished(now)
+            }
+            Transport::Bcn(b) => {
+                b.on_timer(flow, ports, now, &mut self.record, out);
+                self.datagrams_finished(now)
+            }
+            Transport::Tcp(t) => t.on_timer(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                token,
+            ),
+            Transport::Dcqcn(d) => d.on_timer(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                token,
+            ),
         }
-        if let Transport::Dcqcn(d) = &mut self.transport {
-            let mut io = tcp::Io::new(
-                flow,
-                now,
-                (self.src_port, self.dst_port),
-                &mut self.record,
-                out,
-            );
-            return d.on_timer(&mut io, token);
-        }
-        self.with_tcp(flow, now, out, |t, io| t.on_timer(io, token))
     }
 
     /// A packet of this flow reached its destination host.
@@ -102,50 +101,68 @@ impl Flow {
             self.record.delay_sum_ps += now - pkt.created;
             self.record.delay_packets += 1;
         }
-        if let Transport::Udp(_) = self.transport {
-            let r = &mut self.record;
-            r.bytes_delivered += pkt.payload as u64;
-            r.first_delivery.get_or_insert(now);
-            r.last_delivery = Some(now);
-            return self.udp_finished(now);
+        let ports = (self.src_port, self.dst_port);
+        match &mut self.transport {
+            Transport::Bcn(b) if pkt.proto == bcn::PROTO_BCN => {
+                if let Some(feedback) = bcn::Feedback::decode(pkt.tag) {
+                    b.on_feedback(feedback, now);
+                }
+                self.datagrams_finished(now)
+            }
+            Transport::Udp(_) | Transport::Bcn(_) => {
+                let r = &mut self.record;
+                r.bytes_delivered += pkt.payload as u64;
+                r.first_delivery.get_or_insert(now);
+                r.last_delivery = Some(now);
+                self.datagrams_finished(now)
+            }
+            Transport::Tcp(t) => t.on_packet(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                pkt,
+            ),
+            Transport::Dcqcn(d) => d.on_packet(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                pkt,
+            ),
         }
-        if let Transport::Dcqcn(d) = &mut self.transport {
-            let mut io = tcp::Io::new(
-                flow,
-                now,
-                (self.src_port, self.dst_port),
-                &mut self.record,
-                out,
-            );
-            return d.on_packet(&mut io, pkt);
-        }
-        self.with_tcp(flow, now, out, |t, io| t.on_packet(io, pkt))
     }
 
     /// A packet of this flow was dropped somewhere in the network.
     pub fn on_drop(&mut self, _pkt: &Packet, now: Time) -> bool {
         self.record.packets_dropped += 1;
         match self.transport {
-            Transport::Udp(_) => self.udp_finished(now),
+            Transport::Udp(_) | Transport::Bcn(_) => self.datagrams_finished(now),
             // TCP and DCQCN learn of losses from the ACKs and NAKs that come or do not.
             Transport::Tcp(_) | Transport::Dcqcn(_) => false,
         }
     }
 
     /// A controller holds the flow's sender (no new data leaves) or releases it.
-    pub fn set_held(&mut self, held: bool, flow: u32, now: Time, out: &mut Outbox) {
-        let mut io = tcp::Io::new(
-            flow,
-            now,
-            (self.src_port, self.dst_port),
-            &mut self.record,
-            out,
-        );
+    pub fn set_held(
+        &mut self,
+        held: bool,
+        flow: u32,
+        now: Time,
+        out: &mut Outbox,
+    ) -> Result<(), String> {
+        let ports = (self.src_port, self.dst_port);
         match &mut self.transport {
             Transport::Udp(u) => u.held = held,
-            Transport::Tcp(t) => t.set_held(&mut io, held),
-            Transport::Dcqcn(d) => d.set_held(&mut io, held),
+            Transport::Tcp(t) => t.set_held(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                held,
+            ),
+            Transport::Dcqcn(d) => d.set_held(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                held,
+            ),
+            Transport::Bcn(_) => {
+                return Err(format!(
+                    "flow {flow} is a BCN source, whose rate its regulator sets"
+                ))
+            }
         }
+        Ok(())
     }
 
     /// A controller paces the flow's sender at `rate` (None: unpaced).
@@ -155,49 +172,37 @@ impl Flow {
         flow: u32,
         now: Time,
         out: &mut Outbox,
-    ) {
-        let mut io = tcp::Io::new(
-            flow,
-            now,
-            (self.src_port, self.dst_port),
-            &mut self.record,
-            out,
-        );
+    ) -> Result<(), String> {
+        let ports = (self.src_port, self.dst_port);
         match &mut self.transport {
             Transport::Udp(u) => u.pace(rate),
-            Transport::Tcp(t) => t.set_pace(&mut io, rate),
-            Transport::Dcqcn(d) => d.set_pace(&mut io, rate),
+            Transport::Tcp(t) => t.set_pace(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                rate,
+            ),
+            Transport::Dcqcn(d) => d.set_pace(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                rate,
+            ),
+            Transport::Bcn(_) => {
+                return Err(format!(
+                    "flow {flow} is a BCN source, whose rate its regulator sets"
+                ))
+            }
         }
+        Ok(())
     }
 
-    /// Runs `act` on the TCP state machine with this flow's context.
-    fn with_tcp<R: Default>(
-        &mut self,
-        flow: u32,
-        now: Time,
-        out: &mut Outbox,
-        act: impl FnOnce(&mut tcp::TcpFlow, &mut tcp::Io) -> R,
-    ) -> R {
-        let Transport::Tcp(t) = &mut self.transport else {
-            return R::default();
-        };
-        let mut io = tcp::Io::new(
-            flow,
-            now,
-            (self.src_port, self.dst_port),
-            &mut self.record,
-            out,
-        );
-        act(t, &mut io)
-    }
-
-    /// A UDP flow ends when its source is done and none of its packets is in flight.
-    fn udp_finished(&mut self, now: Time) -> bool {
-        let Transport::Udp(u) = &self.transport else {
-            return false;
+    /// A datagram flow (UDP, BCN) ends when its source is done and none of its packets
+    /// is in flight.
+    fn datagrams_finished(&mut self, now: Time) -> bool {
+        let sender_done = match &self.transport {
+            Transport::Udp(u) => u.done,
+            Transport::Bcn(b) => b.done,
+            _ => return false,
         };
         let finished_now =
-            self.record.finish.is_none() && u.done && self.record.packets_in_flight() == 0;
+            self.record.finish.is_none() && sender_done && self.record.packets_in_flight() == 0;
         if finished_now {
             self.record.finish = Some(now);
         }

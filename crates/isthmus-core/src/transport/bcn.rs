@@ -1,0 +1,353 @@
+//! Backward Congestion Notification (Bergamasco & Pan, IEEE 802.1 BCN): congestion
+//! points at switch egress queues send feedback frames back to the sources, whose rate
+//! regulators react to them.
+//!
+//! The congestion point (`BcnPoint`, one per switch port):
+//! 1. samples each arriving packet with probability Pm;
+//! 2. at a sample computes e = −(q − Qeq + w·(q − q_prev)), q the queue in packets (or a
+//!    value the control plane supplies instead, the hook IBCN feeds predictions through)
+//!    and q_prev its value at the previous sample (arrivals minus departures since);
+//! 3. below Qeq sends positive feedback only to a source whose packet carries the rate-
+//!    regulator tag, between Qeq and Qsc sends NORMAL feedback carrying e, at or above
+//!    Qsc sends STOP; feedback is a real frame routed back to the source.
+//!
+//! The reaction point (`BcnSource`) starts at line rate without a regulator; the first
+//! negative feedback installs one at line rate. On positive or NORMAL feedback it sets
+//! r ← r + Gi·e·Ru when e > 0 and r ← r·(1 + Gd·e) when e < 0 (e saturated so one message at most halves
+//! the rate); on STOP it pauses for a random time up to `max_pause` and restarts at the
+//! fair share `restart_rate` (or its current rate, if lower). Defaults are the IBCN paper's table: Ru = 3 Mbit/s,
+//! Gi = 4, Gd = 0.02, w = 2, Qsc = 90, Qeq = 20 packets; Pm = 0.01.
+
+use super::{FlowRecord, Outbox};
+use crate::packet::{Packet, PROTO_UDP};
+use crate::rng::Rng;
+use crate::units::{serialization_time, Rate, Time, MS};
+
+/// The protocol number BCN feedback frames carry.
+pub const PROTO_BCN: u8 = 0xFD;
+/// Feedback frame size on the wire.
+pub const FEEDBACK_BYTES: u32 = 64;
+const UDP_HEADER_BYTES: u32 = 28;
+/// Tag bit a regulated source sets on its packets.
+pub const RATE_REGULATED: u32 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BcnPointConfig {
+    pub sample_probability: f64,
+    pub q_eq: f64,
+    pub q_sc: f64,
+    pub w: f64,
+}
+
+impl Default for BcnPointConfig {
+    fn default() -> Self {
+        BcnPointConfig {
+            sample_probability: 0.01,
+            q_eq: 20.0,
+            q_sc: 90.0,
+            w: 2.0,
+        }
+    }
+}
+
+/// What a congestion point tells a source.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Feedback {
+    Positive(f64),
+    Normal(f64),
+    Stop,
+}
+
+impl Feedback {
+    /// The frame's encoding in a packet's tag words: (kind, e as f32 bits).
+    pub fn encode(self) -> [u32; 2] {
+        match self {
+            Feedback::Positive(e) => [1, (e as f32).to_bits()],
+            Feedback::Normal(e) => [2, (e as f32).to_bits()],
+            Feedback::Stop => [3, 0],
+        }
+    }
+
+    pub fn decode(tag: [u32; 2]) -> Option<Feedback> {
+        let e = f32::from_bits(tag[1]) as f64;
+        match tag[0] {
+            1 => Some(Feedback::Positive(e)),
+            2 => Some(Feedback::Normal(e)),
+            3 => Some(Feedback::Stop),
+            _ => None,
+        }
+    }
+}
+
+/// A congestion point's state at one switch port.
+#[derive(Clone, Debug, Default)]
+pub struct BcnPoint {
+    q_prev: f64,
+    /// A queue value supplied by the control plane, used instead of the real queue.
+    pub queue_override: Option<f64>,
+    pub samples: u64,
+    pub sent: [u64; 3],
+}
+
+impl BcnPoint {
+    /// Decides at an arrival: None unless the packet is sampled and feedback is due.
+    pub fn on_arrival(
+        &mut self,
+        cfg: &BcnPointConfig,
+        queue: f64,
+        tagged: bool,
+        rng: &mut Rng,
+    ) -> Option<Feedback> {
+        if rng.next_f64() >= cfg.sample_probability {
+            return None;
+        }
+        self.samples += 1;
+        let q = self.queue_override.unwrap_or(queue);
+        let e = -(q - cfg.q_eq + cfg.w * (q - self.q_prev));
+        self.q_prev = q;
+        let feedback = if q >= cfg.q_sc {
+            Feedback::Stop
+        } else if q >= cfg.q_eq {
+            Feedback::Normal(e)
+        } else if tagged && e > 0.0 {
+            Feedback::Positive(e)
+        } else {
+            return None;
+        };
+        let slot = match feedback {
+            Feedback::Positive(_) => 0,
+            Feedback::Normal(_) => 1,
+            Feedback::Stop => 2,
+        };
+        self.sent[slot] += 1;
+        Some(feedback)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BcnSourceConfig {
+    pub line_rate: Rate,
+    pub packet_size: u32,
+    pub ru: Rate,
+    pub gi: f64,
+    pub gd: f64,
+    pub restart_rate: Rate,
+    pub max_pause: Time,
+    pub min_rate: Rate,
+}
+
+impl BcnSourceConfig {
+    /// The IBCN paper's parameters at `line_rate`, restarting after STOP at `fair_share`.
+    pub fn ibcn(line_rate: Rate, fair_share: Rate) -> BcnSourceConfig {
+        BcnSourceConfig {
+            line_rate,
+            packet_size: 1500,
+            ru: 3_000_000,
+            gi: 4.0,
+            gd: 0.02,
+            restart_rate: fair_share,
+            max_pause: MS,
+            min_rate: 1_000_000,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.packet_size <= UDP_HEADER_BYTES {
+            return Err("BCN packet_size must exceed 28 B of headers".into());
+        }
+        if self.line_rate == 0
+            || self.min_rate == 0
+            || self.restart_rate == 0
+            || self.min_rate > self.line_rate
+        {
+            return Err("BCN needs positive rates with min_rate <= line_rate".into());
+        }
+        if self.gi <= 0.0 || self.gd <= 0.0 {
+            return Err("BCN gains Gi and Gd must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// A rate-regulated source: constant-rate datagrams at the regulator's rate.
+pub struct BcnSource {
+    pub cfg: BcnSourceConfig,
+    remaining: u64,
+    stop: Time,
+    /// The regulator's rate, once installed.
+    pub regulator: Option<f64>,
+    paused_until: Time,
+    rng: Rng,
+    pub done: bool,
+    pub feedback: [u64; 3],
+    seq: u32,
+}
+
+impl BcnSource {
+    pub fn new(cfg: BcnSourceConfig, size: u64, stop: Time, rng: Rng) -> BcnSource {
+        BcnSource {
+            cfg,
+            remaining: if size == 0 { u64::MAX } else { size },
+            stop,
+            regulator: None,
+            paused_until: 0,
+            rng,
+            done: false,
+            feedback: [0; 3],
+            seq: 0,
+        }
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.regulator.unwrap_or(self.cfg.line_rate as f64)
+    }
+
+    pub fn on_timer(
+        &mut self,
+        flow: u32,
+        ports: (u16, u16),
+        now: Time,
+        record: &mut FlowRecord,
+        out: &mut Outbox,
+    ) {
+        if self.done {
+            return;
+        }
+        if now >= self.stop || self.remaining == 0 {
+            self.done = true;
+            return;
+        }
+        if now < self.paused_until {
+            out.timers.push((self.paused_until, 0));
+            return;
+        }
+        let payload = (self.cfg.packet_size - UDP_HEADER_BYTES)
+            .min(self.remaining.min(u32::MAX as u64) as u32);
+        let mut pkt = Packet {
+            src: record.src,
+            dst: record.dst,
+            src_port: ports.0,
+            dst_port: ports.1,
+            proto: PROTO_UDP,
+            size: payload + UDP_HEADER_BYTES,
+            payload,
+            seq: self.seq,
+            flow,
+            created: now,
+            remaining: self.remaining,
+            ..Default::default()
+        };
+        if self.regulator.is_some() {
+            pkt.tag[0] = RATE_REGULATED;
+        }
+        self.seq = self.seq.wrapping_add(1);
+        if self.remaining != u64::MAX {
+            self.remaining -= payload as u64;
+        }
+        record.packets_sent += 1;
+        record.bytes_sent += payload as u64;
+        out.packets.push(pkt);
+        let next = now + serialization_time(payload + UDP_HEADER_BYTES, self.rate() as Rate);
+        if self.remaining == 0 || next >= self.stop {
+            self.done = true;
+        } else {
+            out.timers.push((next, 0));
+        }
+    }
+
+    /// A feedback frame from a congestion point reached this source.
+    pub fn on_feedback(&mut self, feedback: Feedback, now: Time) {
+        let line = self.cfg.line_rate as f64;
+        let min = self.cfg.min_rate as f64;
+        match feedback {
+            Feedback::Positive(e) | Feedback::Normal(e) => {
+                let slot = if matches!(feedback, Feedback::Positive(_)) {
+                    0
+                } else {
+                    1
+                };
+                self.feedback[slot] += 1;
+                if e > 0.0 {
+                    if let Some(r) = self.regulator {
+                        let raised = r + self.cfg.gi * e * self.cfg.ru as f64;
+                        // A regulator back at line rate is removed.
+                        self.regulator = (raised < line).then_some(raised);
+                    }
+                } else if e < 0.0 {
+                    let r = self.regulator.unwrap_or(line);
+                    let factor = 1.0 + self.cfg.gd * e.max(-0.5 / self.cfg.gd);
+                    self.regulator = Some((r * factor).max(min));
+                }
+            }
+            Feedback::Stop => {
+                self.feedback[2] += 1;
+                let pause = (self.rng.next_f64() * self.cfg.max_pause as f64) as Time;
+                self.paused_until = self.paused_until.max(now + pause);
+                // Restart at the fair share, or lower if the regulator is already lower.
+                let restart = (self.cfg.restart_rate as f64).min(self.rate());
+                self.regulator = Some(restart.clamp(min, line));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Stream;
+
+    #[test]
+    fn the_congestion_point_follows_the_bcn_rules() {
+        let cfg = BcnPointConfig {
+            sample_probability: 1.0,
+            ..Default::default()
+        };
+        let mut rng = Rng::stream(1, Stream::Aqm, 0);
+        let mut cp = BcnPoint::default();
+        // Below Qeq: positive feedback only for regulated sources.
+        assert_eq!(cp.on_arrival(&cfg, 10.0, false, &mut rng), None);
+        let e = -(10.0 - 20.0 + 2.0 * (10.0 - 10.0));
+        assert_eq!(
+            cp.on_arrival(&cfg, 10.0, true, &mut rng),
+            Some(Feedback::Positive(e))
+        );
+        // Between Qeq and Qsc: NORMAL with e = -(q - Qeq + w (q - q_prev)).
+        assert_eq!(
+            cp.on_arrival(&cfg, 30.0, false, &mut rng),
+            Some(Feedback::Normal(-(30.0 - 20.0 + 2.0 * 20.0)))
+        );
+        assert_eq!(
+            cp.on_arrival(&cfg, 95.0, false, &mut rng),
+            Some(Feedback::Stop)
+        );
+        // A supplied queue value replaces the measured one.
+        cp.queue_override = Some(50.0);
+        let expected = -(50.0 - 20.0 + 2.0 * (50.0 - 95.0));
+        assert_eq!(
+            cp.on_arrival(&cfg, 0.0, false, &mut rng),
+            Some(Feedback::Normal(expected))
+        );
+        assert_eq!(cp.sent, [1, 2, 1]);
+    }
+
+    #[test]
+    fn the_regulator_adds_on_positive_and_multiplies_on_negative_feedback() {
+        let cfg = BcnSourceConfig::ibcn(1_000_000_000, 100_000_000);
+        let mut s = BcnSource::new(cfg, 0, MS, Rng::stream(1, Stream::Flow, 0));
+        s.on_feedback(Feedback::Normal(-10.0), 0);
+        assert!((s.rate() - 1e9 * 0.8).abs() < 1.0);
+        s.on_feedback(Feedback::Positive(5.0), 0);
+        assert!((s.rate() - (0.8e9 + 4.0 * 5.0 * 3e6)).abs() < 1.0);
+        s.on_feedback(Feedback::Normal(-1000.0), 0);
+        assert!(
+            (s.rate() - (0.8e9 + 60e6) * 0.5).abs() < 1.0,
+            "one message at most halves"
+        );
+        s.on_feedback(Feedback::Stop, 0);
+        assert_eq!(s.rate(), 100e6);
+        assert!(s.paused_until <= MS);
+        for [kind, bits] in [Feedback::Positive(2.5).encode(), Feedback::Stop.encode()] {
+            assert!(Feedback::decode([kind, bits]).is_some());
+        }
+    }
+}
