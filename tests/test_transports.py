@@ -64,3 +64,34 @@ def test_bcn_sources_back_off_on_a_supplied_queue_value():
     assert delivered[True] < 0.5 * delivered[False], delivered
     with pytest.raises(ValueError, match="unknown BCN field"):
         Simulation(Topology.custom(hosts, ["s"], links), bcn={"qeq": 10})
+
+
+def _spread_transfer_ms(transport: str) -> float:
+    """Four hosts on one leaf each send 10 MB to a host on the other leaf over four
+    10 Gb/s spines; returns when the last byte arrives."""
+    topo = Topology.leaf_spine(4, 2, 4, Link("40Gbps", "1us"), Link("10Gbps", "1us"))
+    sim = Simulation(topo, switch_queue="100pkts", seed=2, tcp={"mptcp_subflows": 8})
+    for host in range(4):
+        sim.add_tcp_flow(host, host + 4, "10MB", transport=transport)
+    assert sim.run("1s", stop_when_flows_finish=True)
+    flows = sim.flows()
+    assert np.all(flows["bytes_delivered"] == 10_000_000)
+    return flows["finish_ps"].max() / 1e9
+
+
+def test_mptcp_spreads_over_spines_that_single_path_flows_collide_on():
+    # 40 MB over 40 Gb/s of spine: at best 8.2 ms of frames. With one path per flow,
+    # ECMP collisions leave some spines idle; MPTCP's subflows use them all.
+    tcp_ms = _spread_transfer_ms("tcp")
+    mptcp_ms = _spread_transfer_ms("mptcp")
+    best_ms = 40e6 * 8 / 40e9 * 1e3 * 1500 / 1460
+    assert best_ms < mptcp_ms < 1.15 * best_ms, (mptcp_ms, best_ms)
+    assert mptcp_ms < tcp_ms, (mptcp_ms, tcp_ms)
+
+
+def test_mptcp_subflow_count_is_validated():
+    topo = Topology.leaf_spine(1, 1, 2)
+    with pytest.raises(ValueError, match="mptcp_subflows"):
+        Simulation(topo, tcp={"mptcp_subflows": 17})
+    with pytest.raises(ValueError, match="transport must be one of tcp, dctcp, mptcp"):
+        Simulation(topo).add_tcp_flow(0, 1, "1MB", transport="quic")

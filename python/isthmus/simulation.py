@@ -59,7 +59,8 @@ class Simulation:
     `pfc = (xoff, xon, lossless priorities)` turns on priority flow control at every
     switch ingress (e.g. ("30KB", "15KB", [0])). `bcn` puts BCN congestion points on
     switch ports: a dict with any of pm (0.01), q_eq (20), q_sc (90), w (2), queue
-    thresholds in packets (the IBCN paper's values by default)."""
+    thresholds in packets (the IBCN paper's values by default). `tcp` overrides TCP,
+    DCTCP and MPTCP parameters (a `TcpParams` or a dict of its fields)."""
 
     def __init__(
         self,
@@ -77,7 +78,7 @@ class Simulation:
         buffer_alpha: float = 1.0,
         pfc: tuple[str, str, list[int]] | None = None,
         bcn: dict | None = None,
-        tcp: TcpParams | None = None,
+        tcp: TcpParams | dict | None = None,
     ):
         if routing not in ROUTING_POLICIES:
             raise ValueError(
@@ -87,7 +88,7 @@ class Simulation:
             raise ValueError(f"seed must be a non-negative integer, got {seed}")
         self.topology = topology
         self.seed = seed
-        self.tcp = tcp or TcpParams()
+        self.tcp = TcpParams.model_validate(tcp or {})
         self._tcp_core = self.tcp.as_core()
         if aqm is not None and ecn_threshold is not None:
             raise ValueError("give ecn_threshold (a step marker) or aqm, not both")
@@ -144,8 +145,8 @@ class Simulation:
         start: int | str = 0,
         transport: str = "dctcp",
     ) -> int:
-        """A TCP (or DCTCP) flow of `size` bytes opening at `start`, with the
-        simulation's TCP parameters. Returns its id."""
+        """A TCP, DCTCP or MPTCP (`tcp.mptcp_subflows` subflows) flow of `size` bytes
+        opening at `start`, with the simulation's TCP parameters. Returns its id."""
         ids = self.add_tcp_flows(
             np.array([src]),
             np.array([dst]),
@@ -168,14 +169,16 @@ class Simulation:
         ps). Returns their ids."""
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
-        first = self._engine.add_tcp_flows(
+        arrays = (
             np.ascontiguousarray(src, dtype=np.uint32),
             np.ascontiguousarray(dst, dtype=np.uint32),
             np.ascontiguousarray(size, dtype=np.uint64),
             np.ascontiguousarray(start, dtype=np.uint64),
-            self._tcp_core,
-            transport == "dctcp",
         )
+        if transport == "mptcp":
+            first = self._engine.add_mptcp_flows(*arrays, self._tcp_core, self.tcp.mptcp_subflows)
+        else:
+            first = self._engine.add_tcp_flows(*arrays, self._tcp_core, transport == "dctcp")
         return np.arange(first, first + len(src), dtype=np.uint32)
 
     def add_dcqcn_flow(

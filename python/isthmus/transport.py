@@ -11,8 +11,8 @@ from pydantic import Field
 from isthmus import _core, units
 from isthmus.fields import PositiveInt, Size, Strict, Time
 
-TRANSPORTS = ("tcp", "dctcp")
-TransportName = Literal["tcp", "dctcp"]
+TRANSPORTS = ("tcp", "dctcp", "mptcp")
+TransportName = Literal["tcp", "dctcp", "mptcp"]
 
 _ENGINE = _core.tcp_defaults()
 
@@ -22,7 +22,8 @@ def _ps(key: str) -> str:
 
 
 class TcpParams(Strict):
-    """Parameters of every TCP and DCTCP flow of a simulation."""
+    """Parameters of every TCP, DCTCP and MPTCP flow of a simulation (an MPTCP subflow
+    is a TCP NewReno sender with these parameters, coupled by LIA)."""
 
     mss: Size = Field(f"{_ENGINE['mss']}B", description="payload bytes per full segment")
     initial_cwnd: PositiveInt = Field(_ENGINE["initial_cwnd"], description="in segments")
@@ -36,6 +37,9 @@ class TcpParams(Strict):
         _ENGINE["dctcp_g"], description="DCTCP's EWMA gain for alpha"
     )
     dctcp_initial_alpha: Annotated[float, Field(ge=0, le=1)] = _ENGINE["dctcp_initial_alpha"]
+    mptcp_subflows: Annotated[int, Field(ge=1, le=16)] = Field(
+        8, description="subflows per MPTCP connection (8 fill a k=4 fat-tree, Raiciu 2011)"
+    )
 
     def as_core(self) -> dict:
         """Every parameter in the engine's base units."""

@@ -257,10 +257,9 @@ impl Engine {
     /// Hold, release and pace act on senders that have a rate or window to govern.
     fn check_governable(&self, flow: u32) -> Result<(), String> {
         self.check_flow(flow)?;
-        if let crate::transport::Transport::Bcn(_) = self.flows[flow as usize].transport {
-            return Err(format!(
-                "flow {flow} is a BCN source, whose rate its regulator sets"
-            ));
+        use crate::transport::Transport;
+        if let Transport::Bcn(_) | Transport::Mptcp(_) = self.flows[flow as usize].transport {
+            return Err(crate::transport::ungovernable(flow));
         }
         Ok(())
     }

@@ -441,6 +441,60 @@ impl Engine {
         Ok(id)
     }
 
+    /// Adds an MPTCP connection of `size` bytes over `subflows` subflows (1..=16), each a
+    /// NewReno subflow under RFC 6356 coupling; returns its flow id.
+    pub fn add_mptcp_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        size: u64,
+        start: Time,
+        subflows: u8,
+        config: &TcpConfig,
+    ) -> Result<u32, String> {
+        self.check_hosts(src, dst)?;
+        config.validate()?;
+        if config.dctcp.is_some() {
+            return Err(
+                "MPTCP couples its subflows with LIA (RFC 6356), not DCTCP; set dctcp to None"
+                    .into(),
+            );
+        }
+        if !(1..=16).contains(&subflows) {
+            return Err(format!(
+                "an MPTCP connection needs 1 to 16 subflows, got {subflows}"
+            ));
+        }
+        if size == 0 {
+            return Err("size must be at least 1 byte".into());
+        }
+        if start < self.now {
+            return Err(format!(
+                "start ({start} ps) is in the past; the clock is at {} ps",
+                self.now
+            ));
+        }
+        let id = self.flows.len() as u32;
+        self.flows.push(Flow {
+            record: FlowRecord {
+                src,
+                dst,
+                size,
+                start,
+                ..Default::default()
+            },
+            src_port: (1024 + id % 1000) as u16,
+            dst_port: 80,
+            priority: 0,
+            transport: Transport::Mptcp(Box::new(crate::transport::mptcp::MptcpFlow::new(
+                *config, subflows, size, start,
+            ))),
+        });
+        self.unfinished_flows += 1;
+        self.events.push(start, EventKind::FlowStart { flow: id });
+        Ok(id)
+    }
+
     /// Adds a DCQCN (RDMA-like, rate-based) flow of `size` bytes; returns its flow id.
     pub fn add_dcqcn_flow(
         &mut self,

@@ -45,6 +45,9 @@ pub struct Packet {
     pub flow: u32,
     /// Bytes the flow still had to send when this packet left its host (SRPT ranks).
     pub remaining: u64,
+    /// MPTCP: the data-level sequence number a segment carries, or the data-level
+    /// cumulative acknowledgement an ACK carries.
+    pub data_seq: u64,
     /// Free for controllers' and transports' use (e.g. a path id or a timestamp echo).
     pub tag: [u32; 2],
     /// When the sending transport created it.

@@ -433,6 +433,42 @@ fn opt_i64(t: Option<Time>) -> i64 {
     t.map_or(-1, |v| v as i64)
 }
 
+/// Per-flow source, destination, size (bytes) and start (ps), as Python passes them.
+struct FlowArrays<'py> {
+    src: PyReadonlyArray1<'py, u32>,
+    dst: PyReadonlyArray1<'py, u32>,
+    size: PyReadonlyArray1<'py, u64>,
+    start: PyReadonlyArray1<'py, u64>,
+}
+
+impl Engine {
+    /// Adds one flow per element of `flows` with `add`; returns the first flow's id. An
+    /// error names the failing element.
+    fn add_each(
+        &mut self,
+        flows: FlowArrays<'_>,
+        mut add: impl FnMut(&mut isthmus_core::Engine, u32, u32, u64, u64) -> Result<u32, String>,
+    ) -> PyResult<u32> {
+        let (src, dst, size, start) = (
+            flows.src.as_slice()?,
+            flows.dst.as_slice()?,
+            flows.size.as_slice()?,
+            flows.start.as_slice()?,
+        );
+        if dst.len() != src.len() || size.len() != src.len() || start.len() != src.len() {
+            return Err(value_error(
+                "src, dst, size and start must have the same length",
+            ));
+        }
+        let first = self.inner.num_flows() as u32;
+        for i in 0..src.len() {
+            add(&mut self.inner, src[i], dst[i], size[i], start[i])
+                .map_err(|e| value_error(format!("flow {i}: {e}")))?;
+        }
+        Ok(first)
+    }
+}
+
 #[pymethods]
 impl Engine {
     #[new]
@@ -542,25 +578,39 @@ impl Engine {
         tcp: TcpArgs,
         dctcp: bool,
     ) -> PyResult<u32> {
-        let (src, dst, size, start) = (
-            src.as_slice()?,
-            dst.as_slice()?,
-            size.as_slice()?,
-            start.as_slice()?,
-        );
-        if dst.len() != src.len() || size.len() != src.len() || start.len() != src.len() {
-            return Err(value_error(
-                "src, dst, size and start must have the same length",
-            ));
-        }
         let config = tcp.config(dctcp);
-        let first = self.inner.num_flows() as u32;
-        for i in 0..src.len() {
-            self.inner
-                .add_tcp_flow(src[i], dst[i], size[i], start[i], &config)
-                .map_err(|e| value_error(format!("flow {i}: {e}")))?;
-        }
-        Ok(first)
+        self.add_each(
+            FlowArrays {
+                src,
+                dst,
+                size,
+                start,
+            },
+            |e, s, d, n, t| e.add_tcp_flow(s, d, n, t, &config),
+        )
+    }
+
+    /// Adds MPTCP connections of `subflows` subflows each (LIA-coupled, RFC 6356) from
+    /// equal-length arrays; returns the first one's id.
+    fn add_mptcp_flows(
+        &mut self,
+        src: PyReadonlyArray1<'_, u32>,
+        dst: PyReadonlyArray1<'_, u32>,
+        size: PyReadonlyArray1<'_, u64>,
+        start: PyReadonlyArray1<'_, u64>,
+        tcp: TcpArgs,
+        subflows: u8,
+    ) -> PyResult<u32> {
+        let config = tcp.config(false);
+        self.add_each(
+            FlowArrays {
+                src,
+                dst,
+                size,
+                start,
+            },
+            |e, s, d, n, t| e.add_mptcp_flow(s, d, n, t, subflows, &config),
+        )
     }
 
     /// Puts every later packet of `flow` in traffic class `priority`.
@@ -584,29 +634,20 @@ impl Engine {
         g: f64,
         mtu_payload: u32,
     ) -> PyResult<u32> {
-        let (src, dst, size, start) = (
-            src.as_slice()?,
-            dst.as_slice()?,
-            size.as_slice()?,
-            start.as_slice()?,
-        );
-        if dst.len() != src.len() || size.len() != src.len() || start.len() != src.len() {
-            return Err(value_error(
-                "src, dst, size and start must have the same length",
-            ));
-        }
         let config = isthmus_core::transport::dcqcn::DcqcnConfig {
             g,
             mtu_payload,
             ..isthmus_core::transport::dcqcn::DcqcnConfig::paper(line_rate)
         };
-        let first = self.inner.num_flows() as u32;
-        for i in 0..src.len() {
-            self.inner
-                .add_dcqcn_flow(src[i], dst[i], size[i], start[i], &config)
-                .map_err(|e| value_error(format!("flow {i}: {e}")))?;
-        }
-        Ok(first)
+        self.add_each(
+            FlowArrays {
+                src,
+                dst,
+                size,
+                start,
+            },
+            |e, s, d, n, t| e.add_dcqcn_flow(s, d, n, t, &config),
+        )
     }
 
     /// Adds a BCN-regulated datagram source (IBCN's reaction-point parameters) at

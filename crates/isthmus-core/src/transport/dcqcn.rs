@@ -210,7 +210,7 @@ impl DcqcnFlow {
 
     pub fn on_timer(&mut self, io: &mut Io, token: u32) -> bool {
         let now = io.now;
-        match token & 0b11 {
+        match token & super::timer::TIMER_KIND_MASK {
             SEND_TIMER => {
                 if self.send_timer.fire(token, now, SEND_TIMER, io.out) {
                     if !self.started {

@@ -4,6 +4,7 @@
 
 pub mod bcn;
 pub mod dcqcn;
+pub mod mptcp;
 pub mod tcp;
 pub mod timer;
 pub mod udp;
@@ -58,6 +59,7 @@ pub enum Transport {
     Tcp(Box<tcp::TcpFlow>),
     Dcqcn(Box<dcqcn::DcqcnFlow>),
     Bcn(Box<bcn::BcnSource>),
+    Mptcp(Box<mptcp::MptcpFlow>),
 }
 
 pub struct Flow {
@@ -67,6 +69,11 @@ pub struct Flow {
     /// Traffic class stamped on every packet of the flow (both directions).
     pub priority: u8,
     pub transport: Transport,
+}
+
+/// Why hold, release and pace do not apply to BCN sources and MPTCP connections.
+pub fn ungovernable(flow: u32) -> String {
+    format!("flow {flow} is a BCN source or an MPTCP connection; hold, release and pace apply to TCP, DCTCP, DCQCN and UDP flows")
 }
 
 impl Flow {
@@ -88,6 +95,10 @@ impl Flow {
                 token,
             ),
             Transport::Dcqcn(d) => d.on_timer(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                token,
+            ),
+            Transport::Mptcp(m) => m.on_timer(
                 &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
                 token,
             ),
@@ -124,6 +135,10 @@ impl Flow {
                 &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
                 pkt,
             ),
+            Transport::Mptcp(m) => m.on_packet(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                pkt,
+            ),
         }
     }
 
@@ -133,7 +148,7 @@ impl Flow {
         match self.transport {
             Transport::Udp(_) | Transport::Bcn(_) => self.datagrams_finished(now),
             // TCP and DCQCN learn of losses from the ACKs and NAKs that come or do not.
-            Transport::Tcp(_) | Transport::Dcqcn(_) => false,
+            Transport::Tcp(_) | Transport::Dcqcn(_) | Transport::Mptcp(_) => false,
         }
     }
 
@@ -156,11 +171,7 @@ impl Flow {
                 &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
                 held,
             ),
-            Transport::Bcn(_) => {
-                return Err(format!(
-                    "flow {flow} is a BCN source, whose rate its regulator sets"
-                ))
-            }
+            Transport::Bcn(_) | Transport::Mptcp(_) => return Err(ungovernable(flow)),
         }
         Ok(())
     }
@@ -184,11 +195,7 @@ impl Flow {
                 &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
                 rate,
             ),
-            Transport::Bcn(_) => {
-                return Err(format!(
-                    "flow {flow} is a BCN source, whose rate its regulator sets"
-                ))
-            }
+            Transport::Bcn(_) | Transport::Mptcp(_) => return Err(ungovernable(flow)),
         }
         Ok(())
     }

@@ -270,7 +270,7 @@ impl TcpFlow {
 
     /// A timer of this flow fired. Returns true if the flow just finished (never here).
     pub fn on_timer(&mut self, io: &mut Io, token: u32) -> bool {
-        match token & 0b11 {
+        match token & super::timer::TIMER_KIND_MASK {
             SENDER_TIMER => {
                 if self.rto_timer.fire(token, io.now, SENDER_TIMER, io.out) {
                     self.on_rto(io);

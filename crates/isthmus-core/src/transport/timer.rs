@@ -10,7 +10,9 @@ use super::Outbox;
 use crate::units::Time;
 
 /// Bits of a timer token that say which of a flow's timers it belongs to.
-pub const TIMER_KIND_BITS: u32 = 2;
+pub const TIMER_KIND_BITS: u32 = 4;
+/// The kind of timer a token belongs to.
+pub const TIMER_KIND_MASK: u32 = (1 << TIMER_KIND_BITS) - 1;
 
 #[derive(Clone, Debug, Default)]
 pub struct Timer {
