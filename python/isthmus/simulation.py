@@ -175,10 +175,9 @@ class Simulation:
             np.ascontiguousarray(size, dtype=np.uint64),
             np.ascontiguousarray(start, dtype=np.uint64),
         )
-        if transport == "mptcp":
-            first = self._engine.add_mptcp_flows(*arrays, self._tcp_core, self.tcp.mptcp_subflows)
-        else:
-            first = self._engine.add_tcp_flows(*arrays, self._tcp_core, transport == "dctcp")
+        first = self._engine.add_tcp_flows(
+            *arrays, self._tcp_core, transport, self.tcp.mptcp_subflows
+        )
         return np.arange(first, first + len(src), dtype=np.uint32)
 
     def add_dcqcn_flow(

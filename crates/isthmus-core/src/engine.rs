@@ -408,37 +408,15 @@ impl Engine {
         start: Time,
         config: &TcpConfig,
     ) -> Result<u32, String> {
-        self.check_hosts(src, dst)?;
         config.validate()?;
-        if size == 0 {
-            return Err("size must be at least 1 byte".into());
-        }
-        if start < self.now {
-            return Err(format!(
-                "start ({start} ps) is in the past; the clock is at {} ps",
-                self.now
-            ));
-        }
-        let id = self.flows.len() as u32;
-        let iss = config
-            .isn
-            .unwrap_or_else(|| Rng::stream(self.seed, Stream::Flow, id as u64).next_u64() as u32);
-        self.flows.push(Flow {
-            record: FlowRecord {
-                src,
-                dst,
-                size,
-                start,
-                ..Default::default()
-            },
-            src_port: (1024 + id % 64_000) as u16,
-            dst_port: 80,
-            priority: 0,
-            transport: Transport::Tcp(Box::new(TcpFlow::new(*config, size, start, iss))),
-        });
-        self.unfinished_flows += 1;
-        self.events.push(start, EventKind::FlowStart { flow: id });
-        Ok(id)
+        let seed = self.seed;
+        let ports = ((1024 + self.flows.len() as u32 % 64_000) as u16, 80);
+        self.add_transfer(src, dst, size, start, ports, |id| {
+            let iss = config
+                .isn
+                .unwrap_or_else(|| Rng::stream(seed, Stream::Flow, id as u64).next_u64() as u32);
+            Transport::Tcp(Box::new(TcpFlow::new(*config, size, start, iss)))
+        })
     }
 
     /// Adds an MPTCP connection of `size` bytes over `subflows` subflows (1..=16), each a
@@ -452,7 +430,6 @@ impl Engine {
         subflows: u8,
         config: &TcpConfig,
     ) -> Result<u32, String> {
-        self.check_hosts(src, dst)?;
         config.validate()?;
         if config.dctcp.is_some() {
             return Err(
@@ -465,34 +442,13 @@ impl Engine {
                 "an MPTCP connection needs 1 to 16 subflows, got {subflows}"
             ));
         }
-        if size == 0 {
-            return Err("size must be at least 1 byte".into());
-        }
-        if start < self.now {
-            return Err(format!(
-                "start ({start} ps) is in the past; the clock is at {} ps",
-                self.now
-            ));
-        }
-        let id = self.flows.len() as u32;
-        self.flows.push(Flow {
-            record: FlowRecord {
-                src,
-                dst,
-                size,
-                start,
-                ..Default::default()
-            },
-            src_port: (1024 + id % 1000) as u16,
-            dst_port: 80,
-            priority: 0,
-            transport: Transport::Mptcp(Box::new(crate::transport::mptcp::MptcpFlow::new(
+        // Subflow i uses source port base + 1000·i, so bases stay below 2024.
+        let ports = ((1024 + self.flows.len() as u32 % 1000) as u16, 80);
+        self.add_transfer(src, dst, size, start, ports, |_| {
+            Transport::Mptcp(Box::new(crate::transport::mptcp::MptcpFlow::new(
                 *config, subflows, size, start,
-            ))),
-        });
-        self.unfinished_flows += 1;
-        self.events.push(start, EventKind::FlowStart { flow: id });
-        Ok(id)
+            )))
+        })
     }
 
     /// Adds a DCQCN (RDMA-like, rate-based) flow of `size` bytes; returns its flow id.
@@ -504,8 +460,27 @@ impl Engine {
         start: Time,
         config: &crate::transport::dcqcn::DcqcnConfig,
     ) -> Result<u32, String> {
-        self.check_hosts(src, dst)?;
         config.validate()?;
+        let ports = ((1024 + self.flows.len() as u32 % 64_000) as u16, 4791);
+        self.add_transfer(src, dst, size, start, ports, |_| {
+            Transport::Dcqcn(Box::new(crate::transport::dcqcn::DcqcnFlow::new(
+                *config, size, start,
+            )))
+        })
+    }
+
+    /// Adds a flow that moves `size` bytes from `src` to `dst`, opening at `start` with
+    /// (source, destination) `ports`; `transport` builds its sender from its id.
+    fn add_transfer(
+        &mut self,
+        src: u32,
+        dst: u32,
+        size: u64,
+        start: Time,
+        (src_port, dst_port): (u16, u16),
+        transport: impl FnOnce(u32) -> Transport,
+    ) -> Result<u32, String> {
+        self.check_hosts(src, dst)?;
         if size == 0 {
             return Err("size must be at least 1 byte".into());
         }
@@ -524,12 +499,10 @@ impl Engine {
                 start,
                 ..Default::default()
             },
-            src_port: (1024 + id % 64_000) as u16,
-            dst_port: 4791,
+            src_port,
+            dst_port,
             priority: 0,
-            transport: Transport::Dcqcn(Box::new(crate::transport::dcqcn::DcqcnFlow::new(
-                *config, size, start,
-            ))),
+            transport: transport(id),
         });
         self.unfinished_flows += 1;
         self.events.push(start, EventKind::FlowStart { flow: id });

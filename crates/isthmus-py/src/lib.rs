@@ -567,8 +567,10 @@ impl Engine {
         self.inner.add_udp_flow(src, dst, spec).map_err(value_error)
     }
 
-    /// Adds TCP flows (DCTCP when `dctcp`), one per element of the equal-length arrays;
-    /// returns the id of the first (the others follow in order).
+    /// Adds flows of `transport` ("tcp", "dctcp", or "mptcp" with `subflows` subflows each),
+    /// one per element of the equal-length arrays; returns the id of the first (the
+    /// others follow in order).
+    #[allow(clippy::too_many_arguments)]
     fn add_tcp_flows(
         &mut self,
         src: PyReadonlyArray1<'_, u32>,
@@ -576,41 +578,27 @@ impl Engine {
         size: PyReadonlyArray1<'_, u64>,
         start: PyReadonlyArray1<'_, u64>,
         tcp: TcpArgs,
-        dctcp: bool,
-    ) -> PyResult<u32> {
-        let config = tcp.config(dctcp);
-        self.add_each(
-            FlowArrays {
-                src,
-                dst,
-                size,
-                start,
-            },
-            |e, s, d, n, t| e.add_tcp_flow(s, d, n, t, &config),
-        )
-    }
-
-    /// Adds MPTCP connections of `subflows` subflows each (LIA-coupled, RFC 6356) from
-    /// equal-length arrays; returns the first one's id.
-    fn add_mptcp_flows(
-        &mut self,
-        src: PyReadonlyArray1<'_, u32>,
-        dst: PyReadonlyArray1<'_, u32>,
-        size: PyReadonlyArray1<'_, u64>,
-        start: PyReadonlyArray1<'_, u64>,
-        tcp: TcpArgs,
+        transport: &str,
         subflows: u8,
     ) -> PyResult<u32> {
-        let config = tcp.config(false);
-        self.add_each(
-            FlowArrays {
-                src,
-                dst,
-                size,
-                start,
-            },
-            |e, s, d, n, t| e.add_mptcp_flow(s, d, n, t, subflows, &config),
-        )
+        let flows = FlowArrays {
+            src,
+            dst,
+            size,
+            start,
+        };
+        let config = tcp.config(transport == "dctcp");
+        match transport {
+            "tcp" | "dctcp" => {
+                self.add_each(flows, |e, s, d, n, t| e.add_tcp_flow(s, d, n, t, &config))
+            }
+            "mptcp" => self.add_each(flows, |e, s, d, n, t| {
+                e.add_mptcp_flow(s, d, n, t, subflows, &config)
+            }),
+            other => Err(value_error(format!(
+                "transport must be tcp, dctcp or mptcp, got {other:?}"
+            ))),
+        }
     }
 
     /// Puts every later packet of `flow` in traffic class `priority`.

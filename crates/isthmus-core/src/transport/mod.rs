@@ -5,6 +5,7 @@
 pub mod bcn;
 pub mod dcqcn;
 pub mod mptcp;
+pub mod rtt;
 pub mod tcp;
 pub mod timer;
 pub mod udp;

@@ -16,12 +16,11 @@
 //!    data-level cumulative ACK) and reassembles the data in order; the flow is complete
 //!    when every data byte has arrived.
 
-use super::tcp::{Io, TcpConfig, TCP_HEADER_BYTES};
+use super::rtt::RttEstimator;
+use super::tcp::{segment, stamp, stamp_of, Io, TcpConfig};
 use super::timer::Timer;
-use crate::packet::{Packet, PROTO_TCP, TCP_ACK, TCP_SYN};
+use crate::packet::{Packet, TCP_ACK, TCP_SYN};
 use crate::units::Time;
-
-const STAMPED: u64 = 1 << 63;
 
 #[derive(Clone, Debug, Default)]
 struct Subflow {
@@ -36,9 +35,7 @@ struct Subflow {
     dupacks: u32,
     in_recovery: bool,
     recover: u64,
-    srtt: Option<Time>,
-    rttvar: Time,
-    rto: Time,
+    rtt: RttEstimator,
     timer: Timer,
     /// (subflow offset, data offset, length) of every segment sent and not yet acked.
     mapping: Vec<(u64, u64, u32)>,
@@ -92,7 +89,7 @@ impl MptcpFlow {
             .map(|_| Subflow {
                 cwnd: cfg.initial_cwnd as f64 * mss,
                 ssthresh: f64::MAX,
-                rto: cfg.initial_rto,
+                rtt: RttEstimator::new(&cfg),
                 ..Default::default()
             })
             .collect();
@@ -123,24 +120,7 @@ impl MptcpFlow {
         payload: u32,
     ) -> Packet {
         let port = io.src_port.wrapping_add(subflow as u16 * 1000);
-        let (src, dst, src_port, dst_port) = if from_sender {
-            (io.record.src, io.record.dst, port, io.dst_port)
-        } else {
-            (io.record.dst, io.record.src, io.dst_port, port)
-        };
-        Packet {
-            src,
-            dst,
-            src_port,
-            dst_port,
-            proto: PROTO_TCP,
-            size: payload + TCP_HEADER_BYTES,
-            payload,
-            tcp_flags: flags,
-            flow: io.flow,
-            created: io.now,
-            ..Default::default()
-        }
+        segment(io, from_sender, port, flags, payload)
     }
 
     fn emit(io: &mut Io, pkt: Packet) {
@@ -174,7 +154,7 @@ impl MptcpFlow {
         let sf = &mut self.subflows[i];
         if !sf.established {
             io.record.timeouts += 1;
-            sf.rto = (sf.rto * 2).min(self.cfg.max_rto);
+            sf.rtt.back_off();
             self.send_syn(io, i);
             return false;
         }
@@ -190,7 +170,7 @@ impl MptcpFlow {
         sf.dupacks = 0;
         sf.recover = sf.snd_max;
         sf.snd_nxt = sf.snd_una;
-        sf.rto = (sf.rto * 2).min(self.cfg.max_rto);
+        sf.rtt.back_off();
         self.send(io);
         false
     }
@@ -200,7 +180,7 @@ impl MptcpFlow {
         Self::emit(io, syn);
         let sf = &mut self.subflows[i];
         sf.syn_sent_at = io.now;
-        sf.timer.set(io.now + sf.rto, i as u32, io.out);
+        sf.timer.set(io.now + sf.rtt.rto(), i as u32, io.out);
     }
 
     /// Sends on every subflow with window room, lowest RTT first.
@@ -208,7 +188,7 @@ impl MptcpFlow {
         let mut order: Vec<usize> = (0..self.subflows.len())
             .filter(|&i| self.subflows[i].established)
             .collect();
-        order.sort_by_key(|&i| self.subflows[i].srtt.unwrap_or(Time::MAX));
+        order.sort_by_key(|&i| self.subflows[i].rtt.srtt().unwrap_or(Time::MAX));
         for i in order {
             self.send_on(io, i);
         }
@@ -259,8 +239,7 @@ impl MptcpFlow {
         pkt.seq = offset as u32;
         pkt.data_seq = data;
         pkt.remaining = self.size.saturating_sub(data);
-        let v = io.now | STAMPED;
-        pkt.tag = [v as u32, (v >> 32) as u32];
+        stamp(&mut pkt, io.now);
         io.record.bytes_sent += len as u64;
         let sf = &mut self.subflows[i];
         if offset < sf.snd_max {
@@ -268,7 +247,7 @@ impl MptcpFlow {
         }
         Self::emit(io, pkt);
         if !sf.timer.is_set() {
-            sf.timer.set(io.now + sf.rto, i as u32, io.out);
+            sf.timer.set(io.now + sf.rtt.rto(), i as u32, io.out);
         }
     }
 
@@ -287,9 +266,7 @@ impl MptcpFlow {
             if !sf.established {
                 sf.established = true;
                 let rtt = io.now - sf.syn_sent_at;
-                sf.srtt = Some(rtt);
-                sf.rttvar = rtt / 2;
-                sf.rto = (rtt + 4 * sf.rttvar).clamp(self.cfg.min_rto, self.cfg.max_rto);
+                sf.rtt.sample(rtt);
                 sf.timer.cancel();
                 self.send(io);
             }
@@ -321,14 +298,8 @@ impl MptcpFlow {
             sf.snd_una = ack;
             sf.snd_nxt = sf.snd_nxt.max(ack);
             sf.mapping.retain(|m| m.0 + m.2 as u64 > ack);
-            let stamp = pkt.tag[0] as u64 | (pkt.tag[1] as u64) << 32;
-            if stamp & STAMPED != 0 {
-                let rtt = io.now.saturating_sub(stamp & !STAMPED);
-                let srtt = sf.srtt.unwrap_or(rtt);
-                sf.rttvar = (3 * sf.rttvar + srtt.abs_diff(rtt)) / 4;
-                sf.srtt = Some((7 * srtt + rtt) / 8);
-                sf.rto =
-                    (sf.srtt.unwrap() + 4 * sf.rttvar).clamp(self.cfg.min_rto, self.cfg.max_rto);
+            if let Some(sent_at) = stamp_of(pkt) {
+                sf.rtt.sample(io.now.saturating_sub(sent_at));
             }
             if sf.in_recovery {
                 if ack >= sf.recover {
@@ -347,7 +318,7 @@ impl MptcpFlow {
             if sf.snd_una == sf.snd_max {
                 sf.timer.cancel();
             } else {
-                sf.timer.set(io.now + sf.rto, i as u32, io.out);
+                sf.timer.set(io.now + sf.rtt.rto(), i as u32, io.out);
             }
         } else if sf.snd_una < sf.snd_max {
             sf.dupacks += 1;
@@ -359,7 +330,7 @@ impl MptcpFlow {
                 sf.recover = sf.snd_max;
                 sf.in_recovery = true;
                 sf.cwnd = sf.ssthresh + 3.0 * mss;
-                sf.timer.set(io.now + sf.rto, i as u32, io.out);
+                sf.timer.set(io.now + sf.rtt.rto(), i as u32, io.out);
                 retransmit = true;
             }
         }
@@ -381,7 +352,7 @@ impl MptcpFlow {
             .subflows
             .iter()
             .filter(|s| s.established)
-            .map(|s| (s.cwnd, s.srtt.unwrap_or(1).max(1) as f64))
+            .map(|s| (s.cwnd, s.rtt.srtt().unwrap_or(1).max(1) as f64))
             .collect();
         let total: f64 = live.iter().map(|(w, _)| w).sum();
         let best = live.iter().map(|(w, r)| w / (r * r)).fold(0.0, f64::max);

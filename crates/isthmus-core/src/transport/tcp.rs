@@ -26,6 +26,7 @@
 //! Sequence numbers on the wire are 32-bit and wrap; internally both ends count byte
 //! offsets in 64 bits and unwrap each number against the nearest expected offset.
 
+use super::rtt::RttEstimator;
 use super::timer::Timer;
 use super::{FlowRecord, Outbox};
 use crate::packet::{Packet, ECN_CE, ECN_ECT0, PROTO_TCP, TCP_ACK, TCP_ECE, TCP_FIN, TCP_SYN};
@@ -139,12 +140,12 @@ impl TcpConfig {
 /// Marks a timestamp carried in a packet's tag as present (times stay below 2^63 ps).
 const STAMPED: u64 = 1 << 63;
 
-fn stamp(pkt: &mut Packet, time: Time) {
+pub(super) fn stamp(pkt: &mut Packet, time: Time) {
     let v = time | STAMPED;
     pkt.tag = [v as u32, (v >> 32) as u32];
 }
 
-fn stamp_of(pkt: &Packet) -> Option<Time> {
+pub(super) fn stamp_of(pkt: &Packet) -> Option<Time> {
     let v = pkt.tag[0] as u64 | (pkt.tag[1] as u64) << 32;
     (v & STAMPED != 0).then_some(v & !STAMPED)
 }
@@ -183,9 +184,7 @@ pub struct TcpFlow {
     dupacks: u32,
     in_recovery: bool,
     recover: Option<u64>,
-    srtt: Option<Time>,
-    rttvar: Time,
-    rto: Time,
+    rtt: RttEstimator,
     rto_timer: Timer,
     alpha: f64,
     window_end: u64,
@@ -226,9 +225,7 @@ impl TcpFlow {
             dupacks: 0,
             in_recovery: false,
             recover: None,
-            srtt: None,
-            rttvar: 0,
-            rto: cfg.initial_rto,
+            rtt: RttEstimator::new(&cfg),
             rto_timer: Timer::armed_at(start),
             alpha: cfg.dctcp.map_or(0.0, |d| d.initial_alpha),
             window_end: 0,
@@ -314,7 +311,7 @@ impl TcpFlow {
             Phase::SynSent => {
                 io.record.timeouts += 1;
                 self.syn_retransmitted = true;
-                self.back_off();
+                self.rtt.back_off();
                 self.send_syn(io);
             }
             Phase::Established => {
@@ -330,7 +327,7 @@ impl TcpFlow {
                 self.dupacks = 0;
                 self.recover = Some(self.snd_max);
                 self.snd_nxt = self.snd_una;
-                self.back_off();
+                self.rtt.back_off();
                 self.send_data(io);
             }
         }
@@ -353,10 +350,6 @@ impl TcpFlow {
         }
     }
 
-    fn back_off(&mut self) {
-        self.rto = (self.rto * 2).min(self.cfg.max_rto);
-    }
-
     // ---- sender ----------------------------------------------------------------------
 
     fn packet(
@@ -368,25 +361,10 @@ impl TcpFlow {
         flags: u8,
         payload: u32,
     ) -> Packet {
-        let (src, dst, src_port, dst_port) = if from_sender {
-            (io.record.src, io.record.dst, io.src_port, io.dst_port)
-        } else {
-            (io.record.dst, io.record.src, io.dst_port, io.src_port)
-        };
         Packet {
-            src,
-            dst,
-            src_port,
-            dst_port,
-            proto: PROTO_TCP,
-            size: payload + TCP_HEADER_BYTES,
-            payload,
             seq,
             ack,
-            tcp_flags: flags,
-            flow: io.flow,
-            created: io.now,
-            ..Default::default()
+            ..segment(io, from_sender, io.src_port, flags, payload)
         }
     }
 
@@ -399,7 +377,8 @@ impl TcpFlow {
         self.syn_sent_at = io.now;
         let syn = self.packet(io, true, self.iss, 0, TCP_SYN, 0);
         self.emit(io, syn);
-        self.rto_timer.set(io.now + self.rto, SENDER_TIMER, io.out);
+        self.rto_timer
+            .set(io.now + self.rtt.rto(), SENDER_TIMER, io.out);
     }
 
     /// Sends new or go-back-N segments while the window allows.
@@ -443,7 +422,8 @@ impl TcpFlow {
         io.record.bytes_sent += len;
         self.emit(io, pkt);
         if !self.rto_timer.is_set() {
-            self.rto_timer.set(io.now + self.rto, SENDER_TIMER, io.out);
+            self.rto_timer
+                .set(io.now + self.rtt.rto(), SENDER_TIMER, io.out);
         }
     }
 
@@ -454,29 +434,14 @@ impl TcpFlow {
         self.send_segment(io, self.snd_una, len, fin);
     }
 
-    fn sample_rtt(&mut self, rtt: Time) {
-        match self.srtt {
-            None => {
-                self.srtt = Some(rtt);
-                self.rttvar = rtt / 2;
-            }
-            Some(srtt) => {
-                self.rttvar = (3 * self.rttvar + srtt.abs_diff(rtt)) / 4;
-                self.srtt = Some((7 * srtt + rtt) / 8);
-            }
-        }
-        let srtt = self.srtt.expect("just set");
-        self.rto = (srtt + 4 * self.rttvar).clamp(self.cfg.min_rto, self.cfg.max_rto);
-    }
-
     fn receive_ack(&mut self, io: &mut Io, pkt: &Packet) {
         if pkt.tcp_flags & TCP_SYN != 0 {
             if self.phase == Phase::SynSent {
                 self.phase = Phase::Established;
                 if !self.syn_retransmitted {
-                    self.sample_rtt(io.now - self.syn_sent_at);
+                    self.rtt.sample(io.now - self.syn_sent_at);
                 } else {
-                    self.rto = self.rto.max(self.cfg.min_rto);
+                    self.rtt.floor();
                 }
                 self.rto_timer.cancel();
                 self.window_end = 0;
@@ -506,7 +471,7 @@ impl TcpFlow {
         self.snd_una = ack;
         self.snd_nxt = self.snd_nxt.max(ack);
         if let Some(sent_at) = stamp_of(pkt) {
-            self.sample_rtt(io.now.saturating_sub(sent_at));
+            self.rtt.sample(io.now.saturating_sub(sent_at));
         }
         if let Some(d) = self.cfg.dctcp {
             self.window_acked += acked;
@@ -547,7 +512,8 @@ impl TcpFlow {
         if self.snd_una == self.end() {
             self.rto_timer.cancel();
         } else {
-            self.rto_timer.set(io.now + self.rto, SENDER_TIMER, io.out);
+            self.rto_timer
+                .set(io.now + self.rtt.rto(), SENDER_TIMER, io.out);
         }
         self.send_data(io);
     }
@@ -564,7 +530,8 @@ impl TcpFlow {
             self.in_recovery = true;
             self.retransmit_first(io);
             self.cwnd = self.ssthresh + 3 * mss;
-            self.rto_timer.set(io.now + self.rto, SENDER_TIMER, io.out);
+            self.rto_timer
+                .set(io.now + self.rtt.rto(), SENDER_TIMER, io.out);
         }
         self.send_data(io);
     }
@@ -677,6 +644,35 @@ impl TcpFlow {
 
 /// What a TCP handler works with: the clock, the flow's identity and record, and the
 /// outbox for packets and timers.
+/// A TCP segment of the flow `io` serves, from its sender (on `sender_port`) to its
+/// receiver or back.
+pub(super) fn segment(
+    io: &Io,
+    from_sender: bool,
+    sender_port: u16,
+    flags: u8,
+    payload: u32,
+) -> Packet {
+    let (src, dst, src_port, dst_port) = if from_sender {
+        (io.record.src, io.record.dst, sender_port, io.dst_port)
+    } else {
+        (io.record.dst, io.record.src, io.dst_port, sender_port)
+    };
+    Packet {
+        src,
+        dst,
+        src_port,
+        dst_port,
+        proto: PROTO_TCP,
+        size: payload + TCP_HEADER_BYTES,
+        payload,
+        tcp_flags: flags,
+        flow: io.flow,
+        created: io.now,
+        ..Default::default()
+    }
+}
+
 pub struct Io<'a> {
     pub now: Time,
     pub flow: u32,
