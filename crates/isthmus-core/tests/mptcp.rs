@@ -2,6 +2,7 @@
 //! Raiciu et al. (SIGCOMM 2011): use every path, take no more than one TCP on a shared
 //! bottleneck, and fill a fat-tree that single-path TCP with ECMP leaves half empty.
 
+use isthmus_core::flowtable::{FlowAction, FlowMatch, Forward};
 use isthmus_core::queue::{AqmConfig, QueueConfig, SchedulerConfig};
 use isthmus_core::topology::builders::fat_tree;
 use isthmus_core::units::{MS, US};
@@ -75,6 +76,32 @@ fn mptcp_aggregates_two_disjoint_paths_that_single_tcp_cannot() {
     assert!(
         multi_rate > 0.95 * 20.0 * 1460.0 / 1500.0 && multi_rate <= 20.0,
         "8 subflows over two 10 Gb/s paths: {multi_rate:.2} Gb/s"
+    );
+}
+
+#[test]
+fn two_subflows_pinned_to_two_disjoint_paths_use_both() {
+    // What a path-aware controller does: match each subflow's source port (subflow i
+    // uses the connection's port + 1000·i) at the first switch and send it down its own
+    // path. sa's ports: 0 to a, 1 to m0, 2 to m1.
+    let mut e = Engine::new(parallel_paths(2), config(), 3);
+    let id = e
+        .add_mptcp_flow(0, 1, BIG, 0, 2, &TcpConfig::default())
+        .unwrap();
+    let base = 1024 + id as u16;
+    let sa = e.topology().node_index("sa").unwrap();
+    for (subflow, port) in [(0u16, 1u16), (1, 2)] {
+        let matcher = FlowMatch {
+            src_port: Some(base + 1000 * subflow),
+            ..Default::default()
+        };
+        let action = FlowAction::forward(Forward::Output(port));
+        e.add_entry(0, sa, 10, matcher, action, None, None).unwrap();
+    }
+    let rate = gbps(delivered_between(&mut e, 25 * MS, 45 * MS)[0], 20 * MS);
+    assert!(
+        rate > 0.95 * 20.0 * 1460.0 / 1500.0 && rate <= 20.0,
+        "2 subflows on two 10 Gb/s paths: {rate:.2} Gb/s"
     );
 }
 
