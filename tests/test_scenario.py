@@ -1,6 +1,8 @@
 """Scenario validation: every kind of bad input gets one message naming the field."""
 
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -140,3 +142,11 @@ def test_custom_topology_from_an_edge_list_file(tmp_path):
         parse_scenario(text.replace("edges.toml", "bad.toml")).build(base=tmp_path)
     with pytest.raises(ScenarioError, match=r"topology\.file: edge list .* does not exist"):
         parse_scenario(text.replace("edges.toml", "none.toml")).build(base=tmp_path)
+
+
+def test_the_readme_scenario_example_validates():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    example = re.search(r"## Scenario files.*?```toml\n(.*?)```", readme, re.S)
+    assert example, "README lost its scenario example"
+    scenario = parse_scenario(example.group(1))
+    assert [t.kind for t in scenario.traffic] == ["udp", "poisson_flows", "flows", "flow_list"]

@@ -5,7 +5,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from isthmus import ScenarioError, Simulation, Topology, _core, parse_scenario
+from isthmus import ScenarioError, Simulation, Topology, parse_scenario
+from isthmus.flows import Poisson, generate_flows
 from isthmus.workload import bundled_cdfs, read_flow_list, size_distribution
 
 
@@ -15,8 +16,8 @@ def test_every_shipped_distribution_loads_and_samples_its_mean(name):
     topo = Topology.leaf_spine(1, 2, 8)
     # About 20 000 arrivals: the sampled sizes' mean must approach the distribution's.
     window_ps = int(20_000 * dist.mean_bytes * 8 / (0.5 * 10e9 * 16) * 1e12)
-    flows = _core.poisson_flows(
-        topo._core, dist.text, dist.unit_bytes, 0.5, "all_others", 0, window_ps, 3, 0
+    flows = generate_flows(
+        topo, pattern="random", arrivals=Poisson(load=0.5), stop=window_ps, seed=3, sizes=name
     )
     sizes = flows["size_bytes"].astype(float)
     assert len(sizes) > 200
@@ -27,10 +28,9 @@ def test_every_shipped_distribution_loads_and_samples_its_mean(name):
 
 def test_poisson_arrivals_offer_the_target_load_within_3_percent():
     topo = Topology.leaf_spine(2, 4, 8)
-    dist = size_distribution("websearch")
     seconds = 4
-    flows = _core.poisson_flows(
-        topo._core, dist.text, dist.unit_bytes, 0.3, "other_racks", 0, seconds * 10**12, 11, 0
+    flows = generate_flows(
+        topo, pattern="other_racks", arrivals=Poisson(load=0.3), stop=seconds * 10**12, seed=11
     )
     offered = flows["size_bytes"].sum() * 8 / seconds / 32
     assert abs(offered / (0.3 * 10e9) - 1) < 0.03

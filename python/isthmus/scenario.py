@@ -27,16 +27,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
+import numpy as np
 import tomllib
 from pydantic import Field, ValidationError, model_validator
 
 from isthmus import _core, units
 from isthmus.fields import PositiveInt, QueueLimit, Rate, Size, Strict, Time
+from isthmus.flows import Arrivals as FlowArrivals
+from isthmus.flows import Pattern as FlowPattern
+from isthmus.flows import Poisson, SizeRange, generate_flows
 from isthmus.queues import Aqm, Scheduler
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
-from isthmus.transport import TcpParams, TransportName
-from isthmus.workload import read_flow_list, resolve_flow_list, size_distribution
+from isthmus.transport import FlowTransportName, TcpParams, TransportName
+from isthmus.workload import read_flow_list, resolve_flow_list
 
 
 class ScenarioError(ValueError):
@@ -303,25 +307,66 @@ class PoissonFlows(Strict):
         return self
 
     def add_to(self, sim: Simulation, index: int, base: Path) -> None:
-        dist = size_distribution(self.sizes, base)
-        flows = _core.poisson_flows(
-            sim.topology._core,
-            dist.text,
-            dist.unit_bytes,
-            self.load,
-            self.destinations,
-            units.time_ps(self.start),
-            units.time_ps(self.stop),
-            sim.seed,
-            index,
+        pattern = "other_racks" if self.destinations == "other_racks" else "random"
+        flows = generate_flows(
+            sim.topology,
+            pattern=pattern,
+            arrivals=Poisson(load=self.load),
+            sizes=self.sizes,
+            start=self.start,
+            stop=self.stop,
+            seed=sim.seed,
+            stream=index,
+            base=base,
         )
-        sim.add_tcp_flows(
-            flows["src"],
-            flows["dst"],
-            flows["size_bytes"],
-            flows["start_ps"],
-            transport=self.transport,
+        add_flows(sim, flows, self.transport)
+
+
+class Flows(Strict):
+    """Flows following a communication `pattern` and an `arrivals` process, sizes from a
+    distribution (`sizes`) or uniform in a range, during [start, stop). See
+    isthmus.flows for every pattern and arrival process."""
+
+    kind: Literal["flows"]
+    pattern: FlowPattern
+    arrivals: FlowArrivals
+    sizes: str | SizeRange = "websearch"
+    start: Time = "0s"
+    stop: Time
+    transport: FlowTransportName = "dctcp"
+
+    @model_validator(mode="after")
+    def _window(self) -> Flows:
+        if units.time_ps(self.stop) <= units.time_ps(self.start):
+            raise ValueError(f"stop ({self.stop}) must come after start ({self.start})")
+        return self
+
+    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
+        flows = generate_flows(
+            sim.topology,
+            pattern=self.pattern,
+            arrivals=self.arrivals,
+            sizes=self.sizes,
+            start=self.start,
+            stop=self.stop,
+            seed=sim.seed,
+            stream=index,
+            base=base,
         )
+        add_flows(sim, flows, self.transport)
+
+
+def add_flows(sim: Simulation, flows: dict[str, np.ndarray], transport: str) -> None:
+    """Adds generated flows with `transport` (any TCP variant, or DCQCN)."""
+    if transport == "dcqcn":
+        for src, dst, size, start in zip(
+            flows["src"], flows["dst"], flows["size_bytes"], flows["start_ps"], strict=True
+        ):
+            sim.add_dcqcn_flow(int(src), int(dst), int(size), start=int(start))
+        return
+    sim.add_tcp_flows(
+        flows["src"], flows["dst"], flows["size_bytes"], flows["start_ps"], transport=transport
+    )
 
 
 class FlowList(Strict):
@@ -355,7 +400,9 @@ class Scenario(Strict):
     topology: TopologyModel
     network: Network = Network()
     tcp: TcpParams = TcpParams()
-    traffic: list[Annotated[UdpTraffic | PoissonFlows | FlowList, Field(discriminator="kind")]] = []
+    traffic: list[
+        Annotated[UdpTraffic | PoissonFlows | Flows | FlowList, Field(discriminator="kind")]
+    ] = []
     telemetry: Telemetry = Telemetry()
     run: Run
 

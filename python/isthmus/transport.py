@@ -13,6 +13,8 @@ from isthmus.fields import PositiveInt, Size, Strict, Time
 
 TRANSPORTS = ("tcp", "dctcp", "mptcp")
 TransportName = Literal["tcp", "dctcp", "mptcp"]
+FlowTransportName = Literal["tcp", "dctcp", "mptcp", "dcqcn"]
+"""Transports a generated flow may use: the TCP family, or DCQCN for RDMA-like traffic."""
 
 _ENGINE = _core.tcp_defaults()
 

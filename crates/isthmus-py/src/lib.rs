@@ -5,7 +5,7 @@
 use isthmus_core::rng::{Rng, Stream};
 use isthmus_core::topology::builders;
 use isthmus_core::units::{self, Limit};
-use isthmus_core::workload::{Destinations, PoissonFlows, SizeCdf};
+use isthmus_core::workload::{ArrivalProcess, FlowWorkload, LogNormal, Pattern, SizeCdf};
 use isthmus_core::{
     Arrivals, Dctcp, EngineConfig, LinkSpec, NodeKind, RoutingPolicy, TcpConfig, Time, UdpFlowSpec,
 };
@@ -139,35 +139,87 @@ fn sample_sizes<'py>(
     ))
 }
 
-/// Poisson flow arrivals on `topology`: columns src, dst, size_bytes, start_ps.
+fn item<'py, T: FromPyObjectOwned<'py>>(spec: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
+    spec.get_item(key)?
+        .ok_or_else(|| value_error(format!("missing field '{key}'")))?
+        .extract::<T>()
+        .map_err(|_| {
+            value_error(format!(
+                "field '{key}' must be a {}",
+                std::any::type_name::<T>()
+            ))
+        })
+}
+
+/// A pattern from {"kind": ..., fields}: random, other_racks, all_to_all, permutation,
+/// stride (stride), incast (receiver, senders), one_to_many (sender, receivers).
+fn pattern_of(spec: &Bound<'_, PyDict>) -> PyResult<Pattern> {
+    let kind: String = item(spec, "kind")?;
+    Ok(match kind.as_str() {
+        "random" => Pattern::Random,
+        "other_racks" => Pattern::OtherRacks,
+        "all_to_all" => Pattern::AllToAll,
+        "permutation" => Pattern::Permutation,
+        "stride" => Pattern::Stride(item(spec, "stride")?),
+        "incast" => Pattern::Incast {
+            receiver: item(spec, "receiver")?,
+            senders: item(spec, "senders")?,
+        },
+        "one_to_many" => Pattern::OneToMany {
+            sender: item(spec, "sender")?,
+            receivers: item(spec, "receivers")?,
+        },
+        other => return Err(value_error(format!("unknown pattern kind '{other}'"))),
+    })
+}
+
+/// An arrival process from {"kind": ..., fields}, times in ps: poisson (load), profile
+/// (flows_per_second), on_off (on, off, gap: (mean_ps, sigma) each), batch (count).
+fn arrivals_of(spec: &Bound<'_, PyDict>) -> PyResult<ArrivalProcess> {
+    let kind: String = item(spec, "kind")?;
+    let log_normal = |key: &str| -> PyResult<LogNormal> {
+        let (mean, sigma): (u64, f64) = item(spec, key)?;
+        Ok(LogNormal { mean, sigma })
+    };
+    Ok(match kind.as_str() {
+        "poisson" => ArrivalProcess::Poisson {
+            load: item(spec, "load")?,
+        },
+        "profile" => ArrivalProcess::Profile {
+            flows_per_second: item(spec, "flows_per_second")?,
+        },
+        "on_off" => ArrivalProcess::OnOff {
+            on: log_normal("on")?,
+            off: log_normal("off")?,
+            gap: log_normal("gap")?,
+        },
+        "batch" => ArrivalProcess::Batch {
+            count: item(spec, "count")?,
+        },
+        other => return Err(value_error(format!("unknown arrivals kind '{other}'"))),
+    })
+}
+
+/// Flows on `topology` following `pattern` and `arrivals` (dicts, see `pattern_of` and
+/// `arrivals_of`) in [start, stop): columns src, dst, size_bytes, start_ps.
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
-fn poisson_flows<'py>(
+fn flow_workload<'py>(
     py: Python<'py>,
     topology: &Topology,
     cdf_text: &str,
     unit_bytes: f64,
-    load: f64,
-    destinations: &str,
+    pattern: &Bound<'py, PyDict>,
+    arrivals: &Bound<'py, PyDict>,
     start: u64,
     stop: u64,
     seed: u64,
     stream: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let destinations = match destinations {
-        "all_others" => Destinations::AllOthers,
-        "other_racks" => Destinations::OtherRacks,
-        other => {
-            return Err(value_error(format!(
-                "destinations must be 'all_others' or 'other_racks', got '{other}'"
-            )))
-        }
-    };
-    let sizes = SizeCdf::parse(cdf_text, unit_bytes).map_err(value_error)?;
-    let workload = PoissonFlows {
-        load,
-        sizes,
-        destinations,
+    let workload = FlowWorkload {
+        pattern: pattern_of(pattern)?,
+        arrivals: arrivals_of(arrivals)?,
+        sizes: SizeCdf::parse(cdf_text, unit_bytes).map_err(value_error)?,
         start,
         stop,
     };
@@ -905,7 +957,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(derangement, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(cdf_mean, m)?)?;
-    m.add_function(wrap_pyfunction!(poisson_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_workload, m)?)?;
     m.add_function(wrap_pyfunction!(sample_sizes, m)?)?;
     Ok(())
 }

@@ -1,9 +1,15 @@
-//! Flow workloads: flow sizes drawn from an empirical CDF and Poisson flow arrivals per
-//! host calibrated to a target load of the host's access link.
+//! Flow workloads: a communication pattern (who sends to whom), an arrival process
+//! (when), and flow sizes drawn from an empirical CDF (how much).
+
+pub mod arrivals;
+pub mod pattern;
+
+pub use arrivals::{ArrivalProcess, LogNormal};
+pub use pattern::Pattern;
 
 use crate::rng::{Rng, Stream};
 use crate::topology::Topology;
-use crate::units::{Rate, Time, SEC};
+use crate::units::{Rate, Time};
 
 /// An empirical flow-size distribution: breakpoints (size in bytes, cumulative
 /// probability), sampled by linear interpolation between them. A first breakpoint with
@@ -107,21 +113,13 @@ impl SizeCdf {
     }
 }
 
-/// Where a generated flow goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Destinations {
-    /// Any other host, uniformly.
-    AllOthers,
-    /// Any host attached to a different switch, uniformly.
-    OtherRacks,
-}
-
-/// Poisson arrivals at each host, sizes from a CDF, at `load` of the host's access link.
+/// Flows of `sizes` whose sources and destinations follow `pattern` and whose start
+/// times follow `arrivals` within [start, stop).
 #[derive(Clone, Debug)]
-pub struct PoissonFlows {
-    pub load: f64,
+pub struct FlowWorkload {
+    pub pattern: Pattern,
+    pub arrivals: ArrivalProcess,
     pub sizes: SizeCdf,
-    pub destinations: Destinations,
     pub start: Time,
     pub stop: Time,
 }
@@ -160,64 +158,49 @@ pub fn access_rates(topo: &Topology) -> Vec<Rate> {
         .collect()
 }
 
-impl PoissonFlows {
-    /// Every host's arrivals in [start, stop), merged in time order. Host h draws from
-    /// workload stream `stream_base + h`, so hosts are independent of each other.
+/// Workload stream of the pattern's own random choices; sender h draws from
+/// `stream_base + h`.
+const PATTERN_STREAM: u64 = 1 << 31;
+
+impl FlowWorkload {
+    /// Every sender's flows, merged in time order. Sender h draws its arrival times,
+    /// destinations and sizes from workload stream `stream_base + h`, so senders are
+    /// independent of each other.
     pub fn generate(
         &self,
         topo: &Topology,
         seed: u64,
         stream_base: u64,
     ) -> Result<Vec<FlowArrival>, String> {
-        if !(self.load > 0.0 && self.load.is_finite()) {
-            return Err(format!(
-                "load must be a positive fraction of the access link, got {}",
-                self.load
-            ));
-        }
+        self.arrivals.validate()?;
         if self.stop <= self.start {
             return Err("the arrival window's stop must come after its start".into());
         }
-        let racks = racks(topo);
+        let destinations = self
+            .pattern
+            .destinations(topo, seed, stream_base + PATTERN_STREAM)?;
         let rates = access_rates(topo);
-        let hosts = topo.num_hosts() as u32;
-        let candidates: Vec<Vec<u32>> = (0..hosts)
-            .map(|h| {
-                (0..hosts)
-                    .filter(|&d| {
-                        d != h
-                            && (self.destinations == Destinations::AllOthers
-                                || racks[d as usize] != racks[h as usize])
-                    })
-                    .collect()
-            })
-            .collect();
-        let mean_size = self.sizes.mean();
+        let senders: Vec<u32> = destinations.senders().collect();
         let mut flows = Vec::new();
-        for src in 0..hosts {
-            let dsts = &candidates[src as usize];
-            if dsts.is_empty() {
-                return Err(format!(
-                    "host {src} has no destination under this policy (every host shares its rack)"
-                ));
-            }
+        for &src in &senders {
             let mut rng = Rng::stream(seed, Stream::Workload, stream_base + src as u64);
-            let flows_per_ps =
-                self.load * rates[src as usize] as f64 / (8.0 * mean_size) / SEC as f64;
-            let mut t = self.start as f64;
-            loop {
-                t += rng.exponential(1.0 / flows_per_ps);
-                if t >= self.stop as f64 {
-                    break;
-                }
-                let dst = dsts[rng.below(dsts.len() as u64) as usize];
+            let context = arrivals::SenderContext {
+                access_rate: rates[src as usize],
+                mean_size: self.sizes.mean(),
+                senders: senders.len(),
+            };
+            let mut clock = self.arrivals.clock((self.start, self.stop), context);
+            let mut nth = 0;
+            while let Some(start) = clock.next(&mut rng) {
+                let dst = destinations.choose(src, nth, &mut rng);
                 let size = self.sizes.sample(&mut rng);
                 flows.push(FlowArrival {
                     src,
                     dst,
                     size,
-                    start: t as Time,
+                    start,
                 });
+                nth += 1;
             }
         }
         flows.sort_by_key(|f| (f.start, f.src));
@@ -307,10 +290,10 @@ mod tests {
             delay: US,
         };
         let topo = leaf_spine(2, 4, 8, link, link).unwrap();
-        let workload = PoissonFlows {
-            load: 0.5,
+        let workload = FlowWorkload {
+            pattern: Pattern::OtherRacks,
+            arrivals: ArrivalProcess::Poisson { load: 0.5 },
             sizes: SizeCdf::parse(WEBSEARCH, 1.0).unwrap(),
-            destinations: Destinations::OtherRacks,
             start: 0,
             stop: 2000 * MS,
         };
