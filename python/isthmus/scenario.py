@@ -34,8 +34,8 @@ from pydantic import Field, ValidationError, model_validator
 from isthmus import _core, units
 from isthmus.fields import PositiveInt, QueueLimit, Rate, Size, Strict, Time
 from isthmus.flows import Arrivals as FlowArrivals
+from isthmus.flows import Incast, Poisson, SizeRange, generate_flows
 from isthmus.flows import Pattern as FlowPattern
-from isthmus.flows import Poisson, SizeRange, generate_flows
 from isthmus.queues import Aqm, Scheduler
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
@@ -356,6 +356,34 @@ class Flows(Strict):
         add_flows(sim, flows, self.transport)
 
 
+class IncastTraffic(Strict):
+    """Barrier-synchronized incast: `senders` random hosts each send `size` to
+    `receiver` in each of `rounds` rounds; a round starts `gap` after the previous
+    round's last byte arrived (partition/aggregate query traffic)."""
+
+    kind: Literal["incast"]
+    receiver: Annotated[int, Field(ge=0)]
+    senders: PositiveInt
+    size: Size
+    rounds: PositiveInt = 1
+    gap: Time = "0s"
+    start: Time = "0s"
+    transport: Literal["tcp", "dctcp", "dcqcn"] = "dctcp"
+
+    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
+        pattern = Incast(receiver=self.receiver, senders=self.senders)
+        senders = _core.pattern_senders(sim.topology._core, pattern.model_dump(), sim.seed, index)
+        sim.add_incast(
+            self.receiver,
+            senders,
+            self.size,
+            rounds=self.rounds,
+            gap=self.gap,
+            start=self.start,
+            transport=self.transport,
+        )
+
+
 def add_flows(sim: Simulation, flows: dict[str, np.ndarray], transport: str) -> None:
     """Adds generated flows with `transport` (any TCP variant, or DCQCN)."""
     if transport == "dcqcn":
@@ -401,7 +429,10 @@ class Scenario(Strict):
     network: Network = Network()
     tcp: TcpParams = TcpParams()
     traffic: list[
-        Annotated[UdpTraffic | PoissonFlows | Flows | FlowList, Field(discriminator="kind")]
+        Annotated[
+            UdpTraffic | PoissonFlows | Flows | IncastTraffic | FlowList,
+            Field(discriminator="kind"),
+        ]
     ] = []
     telemetry: Telemetry = Telemetry()
     run: Run

@@ -207,6 +207,42 @@ class Simulation:
         )
         return int(first)
 
+    def add_incast(
+        self,
+        receiver: int,
+        senders: list[int],
+        size: int | str,
+        *,
+        rounds: int = 1,
+        gap: int | str = 0,
+        start: int | str = 0,
+        transport: str = "dctcp",
+    ) -> int:
+        """Barrier-synchronized incast: in each of `rounds` rounds every sender sends
+        `size` bytes to `receiver`; a round starts `gap` after the previous round's last
+        byte arrived. `transport`: tcp, dctcp or dcqcn (at the senders' line rate, which
+        must be one rate). Returns the job's id; `incast_rounds()` has every round."""
+        from isthmus.metrics import access_rates
+
+        rates = {int(access_rates(self)[s]) for s in senders if 0 <= s < self.topology.num_hosts}
+        if transport == "dcqcn" and len(rates) > 1:
+            raise ValueError("dcqcn incast senders must share one access-link rate")
+        return self._engine.add_incast_rounds(
+            receiver,
+            list(senders),
+            size_bytes(size),
+            rounds,
+            time_ps(gap),
+            time_ps(start),
+            transport,
+            self._tcp_core,
+            max(rates, default=1),
+        )
+
+    def incast_rounds(self) -> dict[str, np.ndarray]:
+        """Every incast round: job, round, start_ps, finish_ps (-1 while running)."""
+        return self._engine.incast_rounds()
+
     def add_bcn_flow(
         self,
         src: int,

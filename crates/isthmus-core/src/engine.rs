@@ -230,6 +230,7 @@ pub struct Engine {
     pub(crate) control_timers: Vec<ControlTimer>,
     pub(crate) next_entry_id: u32,
     unfinished_flows: usize,
+    pub(crate) rounds: crate::rounds::RoundJobs,
     events_processed: u64,
     packet_hops: u64,
     sampler: Option<Sampler>,
@@ -340,6 +341,7 @@ impl Engine {
             control_timers: Vec::new(),
             next_entry_id: 0,
             unfinished_flows: 0,
+            rounds: Default::default(),
             events_processed: 0,
             packet_hops: 0,
             sampler,
@@ -668,7 +670,19 @@ impl Engine {
                 self.control_events
                     .push((self.now, ControlEvent::FlowFinished { flow }));
             }
+            self.on_round_flow_finished(flow);
         }
+    }
+
+    /// Counts `n` flows that will be added later as unfinished already (a workload that
+    /// adds them as others finish), so running until flows finish waits for them.
+    pub(crate) fn reserve_unfinished(&mut self, n: usize) {
+        self.unfinished_flows += n;
+    }
+
+    /// Takes back `n` reserved flows just before they are added.
+    pub(crate) fn release_unfinished(&mut self, n: usize) {
+        self.unfinished_flows -= n;
     }
 
     /// A transport's packet enters the network at its source host.

@@ -11,6 +11,7 @@ pub mod flowtable;
 pub mod packet;
 pub mod queue;
 pub mod rng;
+pub mod rounds;
 pub mod routing;
 pub mod slab;
 pub mod telemetry;

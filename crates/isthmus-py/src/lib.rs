@@ -3,9 +3,12 @@
 //! column, never a Python object per element). All logic lives in `isthmus-core`.
 
 use isthmus_core::rng::{Rng, Stream};
+use isthmus_core::rounds::{IncastRounds, RoundTransport};
 use isthmus_core::topology::builders;
 use isthmus_core::units::{self, Limit};
-use isthmus_core::workload::{ArrivalProcess, FlowWorkload, LogNormal, Pattern, SizeCdf};
+use isthmus_core::workload::{
+    ArrivalProcess, FlowWorkload, LogNormal, Pattern, SizeCdf, PATTERN_STREAM,
+};
 use isthmus_core::{
     Arrivals, Dctcp, EngineConfig, LinkSpec, NodeKind, RoutingPolicy, TcpConfig, Time, UdpFlowSpec,
 };
@@ -200,6 +203,30 @@ fn arrivals_of(spec: &Bound<'_, PyDict>) -> PyResult<ArrivalProcess> {
     })
 }
 
+/// The first workload stream of traffic block `block`: each block owns 2^32 streams.
+fn block_streams(block: u64) -> u64 {
+    block << 32
+}
+
+/// The hosts a pattern makes senders (e.g. an incast's N random senders), from workload
+/// stream `stream` of run `seed`, as the flow workloads of that block would draw them.
+#[pyfunction]
+fn pattern_senders(
+    topology: &Topology,
+    pattern: &Bound<'_, PyDict>,
+    seed: u64,
+    stream: u64,
+) -> PyResult<Vec<u32>> {
+    let destinations = pattern_of(pattern)?
+        .destinations(
+            &topology.inner,
+            seed,
+            block_streams(stream) + PATTERN_STREAM,
+        )
+        .map_err(value_error)?;
+    Ok(destinations.senders().collect())
+}
+
 /// Flows on `topology` following `pattern` and `arrivals` (dicts, see `pattern_of` and
 /// `arrivals_of`) in [start, stop): columns src, dst, size_bytes, start_ps.
 #[allow(clippy::too_many_arguments)]
@@ -223,9 +250,8 @@ fn flow_workload<'py>(
         start,
         stop,
     };
-    // Each traffic block gets its own range of per-host streams.
     let flows = workload
-        .generate(&topology.inner, seed, stream << 32)
+        .generate(&topology.inner, seed, block_streams(stream))
         .map_err(value_error)?;
     dict_of(
         py,
@@ -690,6 +716,73 @@ impl Engine {
         )
     }
 
+    /// Adds barrier-synchronized incast rounds: every round each sender sends `size`
+    /// bytes to `receiver` over `transport` ("tcp", "dctcp", or "dcqcn" starting at
+    /// `line_rate`); a round starts `gap` after the previous one's last byte arrived.
+    /// Returns the job's id.
+    #[allow(clippy::too_many_arguments)]
+    fn add_incast_rounds(
+        &mut self,
+        receiver: u32,
+        senders: Vec<u32>,
+        size: u64,
+        rounds: u32,
+        gap: u64,
+        start: u64,
+        transport: &str,
+        tcp: TcpArgs,
+        line_rate: u64,
+    ) -> PyResult<u32> {
+        let transport = match transport {
+            "tcp" | "dctcp" => RoundTransport::Tcp(tcp.config(transport == "dctcp")),
+            "dcqcn" => RoundTransport::Dcqcn(isthmus_core::transport::dcqcn::DcqcnConfig::paper(
+                line_rate,
+            )),
+            other => {
+                return Err(value_error(format!(
+                    "an incast's transport must be tcp, dctcp or dcqcn, got {other:?}"
+                )))
+            }
+        };
+        let job = IncastRounds {
+            receiver,
+            senders,
+            size,
+            rounds,
+            gap,
+            transport,
+        };
+        self.inner
+            .add_incast_rounds(job, start)
+            .map_err(value_error)
+    }
+
+    /// Every incast round so far: columns job, round, start_ps, finish_ps (-1: running).
+    fn incast_rounds<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.inner.incast_rounds();
+        dict_of(
+            py,
+            vec![
+                (
+                    "job",
+                    column(py, r.iter().map(|x| x.job).collect::<Vec<_>>()),
+                ),
+                (
+                    "round",
+                    column(py, r.iter().map(|x| x.round).collect::<Vec<_>>()),
+                ),
+                (
+                    "start_ps",
+                    column(py, r.iter().map(|x| x.start).collect::<Vec<_>>()),
+                ),
+                (
+                    "finish_ps",
+                    column(py, r.iter().map(|x| opt_i64(x.finish)).collect::<Vec<_>>()),
+                ),
+            ],
+        )
+    }
+
     /// Adds a BCN-regulated datagram source (IBCN's reaction-point parameters) at
     /// `line_rate`, restarting after STOP at `fair_share`; returns its flow id.
     #[allow(clippy::too_many_arguments)]
@@ -958,6 +1051,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(cdf_mean, m)?)?;
     m.add_function(wrap_pyfunction!(flow_workload, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_senders, m)?)?;
     m.add_function(wrap_pyfunction!(sample_sizes, m)?)?;
     Ok(())
 }

@@ -160,7 +160,7 @@ pub fn access_rates(topo: &Topology) -> Vec<Rate> {
 
 /// Workload stream of the pattern's own random choices; sender h draws from
 /// `stream_base + h`.
-const PATTERN_STREAM: u64 = 1 << 31;
+pub const PATTERN_STREAM: u64 = 1 << 31;
 
 impl FlowWorkload {
     /// Every sender's flows, merged in time order. Sender h draws its arrival times,
