@@ -149,4 +149,10 @@ def test_the_readme_scenario_example_validates():
     example = re.search(r"## Scenario files.*?```toml\n(.*?)```", readme, re.S)
     assert example, "README lost its scenario example"
     scenario = parse_scenario(example.group(1))
-    assert [t.kind for t in scenario.traffic] == ["udp", "poisson_flows", "flows", "incast", "flow_list"]
+    assert [t.kind for t in scenario.traffic] == [
+        "udp",
+        "poisson_flows",
+        "flows",
+        "incast",
+        "flow_list",
+    ]

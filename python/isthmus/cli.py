@@ -194,6 +194,39 @@ def bench(
 
 
 @app.command()
+def query(
+    sql: str = typer.Argument(
+        ..., help="SQL over the views flows, ports, timeseries, rounds, runs."
+    ),
+    runs: Path = typer.Option(Path("runs"), help="A run folder, or a folder of run folders."),
+    csv: Path | None = typer.Option(None, help="Write the whole result to this CSV file."),
+    limit: int = typer.Option(50, help="Rows to print."),
+) -> None:
+    """Query run folders with SQL (DuckDB); every view has a `run` column."""
+    from isthmus.query import query as run_query
+
+    try:
+        result = run_query(sql, runs)
+    except ValueError as e:
+        _fail(str(e))
+    table = Table(*result.column_names, title=f"{result.num_rows} rows")
+    for row in result.slice(0, limit).to_pylist():
+        table.add_row(*(_cell(v) for v in row.values()))
+    console.print(table)
+    if result.num_rows > limit:
+        console.print(f"({result.num_rows - limit} more rows; --limit or --csv for all)")
+    if csv is not None:
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(result, csv)
+        console.print(f"result written to [bold]{csv}[/]")
+
+
+def _cell(value: object) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+@app.command()
 def reproduce(
     study: str = typer.Argument(..., help="The study to reproduce: nosilverbullet."),
     seconds: float = typer.Option(300.0, help="Simulated seconds per run."),

@@ -135,6 +135,9 @@ def write_run(sim: Simulation, out: Path, *, scenario_text: str, summary: dict) 
         series = _timeseries_table(sim)
         if series is not None:
             pq.write_table(series, partial / "timeseries.parquet")
+        rounds = sim.incast_rounds()
+        if len(rounds["job"]):
+            pq.write_table(pa.table(rounds), partial / "rounds.parquet")
         (partial / "scenario.toml").write_text(scenario_text)
         (partial / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         os.rename(partial, out)
