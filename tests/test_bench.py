@@ -51,8 +51,8 @@ def test_slowdown_percentiles_are_nearest_rank_per_bucket():
     sizes = np.array([50_000, 60_000, 500_000, 2_000_000, 3_000_000])
     slowdown = np.array([1.0, 3.0, 2.0, 5.0, np.nan])
     s = slowdown_summary(sizes, slowdown)
-    assert s["all"] == {"n": 4, "mean": 2.75, "p50": 2.0, "p99": 5.0}
-    assert s["lt100KB"] == {"n": 2, "mean": 2.0, "p50": 1.0, "p99": 3.0}
+    assert s["all"] == {"n": 4, "mean": 2.75, "p50": 2.0, "p99": 5.0, "p999": 5.0}
+    assert s["lt100KB"] == {"n": 2, "mean": 2.0, "p50": 1.0, "p99": 3.0, "p999": 3.0}
     assert s["gt1MB"]["n"] == 1
 
 

@@ -58,7 +58,8 @@ def bucket_of(sizes: np.ndarray) -> np.ndarray:
 
 
 def slowdown_summary(sizes: np.ndarray, slowdown: np.ndarray) -> dict[str, dict]:
-    """Mean, p50 and p99 slowdown of finished flows, overall and per size bucket."""
+    """Mean, p50, p99 and p99.9 slowdown of finished flows, overall and per size
+    bucket."""
     done = ~np.isnan(slowdown)
     buckets = bucket_of(sizes)
     out = {}
@@ -70,5 +71,6 @@ def slowdown_summary(sizes: np.ndarray, slowdown: np.ndarray) -> dict[str, dict]
             "mean": float(values.mean()) if len(values) else None,
             "p50": nearest_rank(values, 0.50),
             "p99": nearest_rank(values, 0.99),
+            "p999": nearest_rank(values, 0.999),
         }
     return out

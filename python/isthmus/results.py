@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from isthmus.metrics import flow_times, slowdown_summary
+from isthmus.network_metrics import bisection_fraction, flow_throughput_bps, jain_index
 from isthmus.simulation import Simulation
 from isthmus.units import seconds
 
@@ -70,6 +71,7 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
     utilization = ports["busy_ps"] / max(sim.now, 1)
     times = flow_times(sim)
     done = times["fct_ps"] >= 0
+    throughput = flow_throughput_bps(sim)
     return {
         "scenario": scenario,
         "seed": sim.seed,
@@ -101,6 +103,10 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
         "slowdown": slowdown_summary(flows["size_bytes"], times["slowdown"]),
         "retransmissions": int(flows["retransmissions"].sum()),
         "timeouts": int(flows["timeouts"].sum()),
+        "out_of_order_packets": int(flows["out_of_order"].sum()),
+        "pfc_pauses": int(ports["pfc_pauses"].sum()),
+        "bisection_fraction": bisection_fraction(sim),
+        "flow_throughput_jain": jain_index(throughput[~np.isnan(throughput)]),
     }
 
 

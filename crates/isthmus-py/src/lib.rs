@@ -986,6 +986,7 @@ impl Engine {
                 ("packets_dropped", col!(|x| x.packets_dropped)),
                 ("retransmissions", col!(|x| x.retransmissions)),
                 ("timeouts", col!(|x| x.timeouts)),
+                ("out_of_order", col!(|x| x.out_of_order)),
                 ("delay_sum_ps", col!(|x| x.delay_sum_ps)),
                 ("delay_packets", col!(|x| x.delay_packets)),
             ],

@@ -392,6 +392,9 @@ impl DcqcnFlow {
         }
         let seq = self.unwrap(pkt.seq, self.expected);
         if seq != self.expected {
+            if seq > self.expected {
+                io.record.out_of_order += 1;
+            }
             if seq > self.expected && self.nak_sent_for != Some(self.expected) {
                 self.nak_sent_for = Some(self.expected);
                 let nak = self.packet(io, false, NAK, self.expected, 0);

@@ -43,6 +43,9 @@ pub struct FlowRecord {
     /// TCP: segments sent again, and retransmission timeouts (SYN timeouts included).
     pub retransmissions: u64,
     pub timeouts: u64,
+    /// Data packets that reached the receiver ahead of a byte it still waits for
+    /// (reordered, or behind a loss); TCP, MPTCP (at the connection level) and DCQCN.
+    pub out_of_order: u64,
     /// Sum over data packets reaching the receiver of their one-way delay, and their
     /// count (the mean is the flow's delay as its application sees it).
     pub delay_sum_ps: u64,

@@ -385,6 +385,9 @@ impl MptcpFlow {
             }
         }
         let before = self.data_rcv_nxt;
+        if pkt.data_seq > self.data_rcv_nxt {
+            io.record.out_of_order += 1;
+        }
         merge(
             &mut self.data_ooo,
             pkt.data_seq,

@@ -568,6 +568,7 @@ impl TcpFlow {
         }
         let (start, end) = (start as u64, end as u64);
         if start > self.rcv_nxt {
+            io.record.out_of_order += 1;
             self.insert_out_of_order(start, end);
             self.echo_ts = self.echo_ts.or(sent_at);
             self.send_ack(io);
