@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
+import os
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -105,8 +105,7 @@ def _run_with_progress(sim, spec: Scenario) -> float:
     """Runs the scenario; the bar follows simulated time, or finished flows when the run
     ends with the last flow."""
     duration = time_ps(spec.run.duration)
-    by_flows = spec.run.stop_when == "flows_finished" and sim.num_flows > 0
-    started = time.perf_counter()
+    by_flows = spec.ends_with_flows(sim)
     with _progress_bar() as progress:
         total = sim.num_flows if by_flows else duration
         task = progress.add_task(spec.name, total=total, status="")
@@ -120,8 +119,7 @@ def _run_with_progress(sim, spec: Scenario) -> float:
                 status = f"{format_time(now)} of {format_time(duration)}"
                 progress.update(task, completed=now, status=status)
 
-        sim.run(duration, stop_when_flows_finish=by_flows, on_progress=on_progress)
-    return time.perf_counter() - started
+        return spec.execute(sim, on_progress)
 
 
 def _print_summary(summary: dict, folder: Path) -> None:
@@ -191,6 +189,48 @@ def bench(
     if json_out is not None:
         json_out.write_text(json.dumps(result, indent=2) + "\n")
         console.print(f"figures written to [bold]{json_out}[/]")
+
+
+@app.command()
+def sweep(
+    scenario: str = typer.Argument(..., help="A scenario file, or the name of a bundled one."),
+    set_: list[str] = typer.Option(
+        [], "--set", help="PATH=VALUES: a field and its values (start:stop:step or a,b,c)."
+    ),
+    seeds: int = typer.Option(1, help="Seeds per point: the scenario's seed and the next ones."),
+    out: Path | None = typer.Option(None, help="Sweep folder (default sweeps/NAME)."),
+    workers: int = typer.Option(0, help="Parallel runs (default: every core)."),
+) -> None:
+    """Run a scenario over a grid of field values and seeds, in parallel; a rerun skips
+    the points already done."""
+    from isthmus.sweep import plan
+    from isthmus.sweep import sweep as run_sweep
+
+    try:
+        path = resolve_scenario(scenario)
+        spec = load_scenario(path)
+        points = plan(path.read_text(), set_, seeds)
+    except ValueError as e:
+        _fail(str(e))
+    folder = out if out is not None else Path("sweeps") / spec.name
+    with _progress_bar() as progress:
+        task = progress.add_task(spec.name, total=len(points), status="")
+
+        def on_point(name: str, status: str) -> None:
+            progress.update(task, advance=1, status=f"{status}: {name}")
+
+        outcome = run_sweep(
+            points, path.parent, folder, workers=workers or os.cpu_count() or 1, on_point=on_point
+        )
+    console.print(
+        f"{len(outcome.ran)} ran, {len(outcome.skipped)} already done, "
+        f"{len(outcome.failed)} failed, in [bold]{folder}[/]"
+    )
+    for name, error in sorted(outcome.failed.items()):
+        errors.print(f"[bold red]failed[/] {name}: {error}")
+    if outcome.failed:
+        raise typer.Exit(1)
+    console.print(f'Query them: isthmus query "SELECT * FROM runs" --runs {folder}')
 
 
 @app.command()

@@ -24,6 +24,8 @@ impossible topologies are refused with one message that names the field and the 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -436,6 +438,21 @@ class Scenario(Strict):
     ] = []
     telemetry: Telemetry = Telemetry()
     run: Run
+
+    def ends_with_flows(self, sim: Simulation) -> bool:
+        """Whether the run stops when its last flow finishes (else at the duration)."""
+        return self.run.stop_when == "flows_finished" and sim.num_flows > 0
+
+    def execute(self, sim: Simulation, on_progress: Callable[[int], None] | None = None) -> float:
+        """Runs `sim`, built from this scenario, as the scenario's [run] says; returns
+        the wall-clock seconds it took."""
+        started = time.perf_counter()
+        sim.run(
+            units.time_ps(self.run.duration),
+            stop_when_flows_finish=self.ends_with_flows(sim),
+            on_progress=on_progress,
+        )
+        return time.perf_counter() - started
 
     def build(self, *, seed: int | None = None, base: Path = Path(".")) -> Simulation:
         """The simulation this scenario describes; `seed` overrides the file's seed."""
