@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from isthmus.cli import app
+from isthmus.query import query
 from isthmus.scenario import parse_scenario
 from isthmus.sweep import parse_axis, plan
 
@@ -101,6 +102,8 @@ def test_a_sweep_equals_sequential_runs_and_resumes_without_recomputing(scenario
     assert {k: v for k, v in swept.items() if k not in VOLATILE} == {
         k: v for k, v in single.items() if k not in VOLATILE
     }
+    loads = query("SELECT sweep_traffic_0_load AS load FROM runs ORDER BY run", out)
+    assert loads.column("load").to_pylist() == [0.1, 0.1, 0.3, 0.3]
     # A killed sweep: one point never finished (its folder absent, a partial left).
     summary_before = (out / "traffic.0.load=0.1,seed7" / "summary.json").read_text()
     (out / "traffic.0.load=0.3,seed7" / "summary.json").unlink()

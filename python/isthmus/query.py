@@ -3,7 +3,7 @@
 Every table a run folder holds becomes one view over all runs, with a `run` column
 (the folder's name) in front: `flows`, `ports`, `timeseries`, `rounds`. The view `runs`
 has one row per run from its summary.json, nested figures flattened with underscores
-(`slowdown_all_p99`).
+(`slowdown_all_p99`, a sweep's `sweep_traffic_0_load`).
 
     isthmus query "SELECT run, avg(fct_ps) / 1e6 AS mean_fct_us FROM flows GROUP BY run"
 """
@@ -35,7 +35,7 @@ def run_folders(root: Path) -> list[Path]:
 def _flatten(summary: dict, prefix: str = "") -> dict:
     flat = {}
     for key, value in summary.items():
-        name = f"{prefix}{key}"
+        name = f"{prefix}{key}".replace(".", "_")
         if isinstance(value, dict):
             flat.update(_flatten(value, f"{name}_"))
         else:
