@@ -124,3 +124,20 @@ def test_a_failed_point_is_reported_and_the_others_finish(scenario_dir):
     failures = json.loads((out / "failures.json").read_text())
     assert list(failures) == ["traffic.1.file=missing.csv,seed7"]
     assert (out / "traffic.1.file=a.csv,seed7" / "summary.json").exists()
+
+
+def test_a_sweep_on_local_ray_equals_the_local_one(scenario_dir):
+    result, local = _sweep(scenario_dir, "--set", "load=0.1,0.3")
+    assert result.exit_code == 0, result.output
+    out = scenario_dir / "on-ray"
+    cli = ["sweep", str(scenario_dir / "s.toml"), "--out", str(out), "--ray", "local"]
+    cli += ["--set", "load=0.1,0.3"]
+    result = runner.invoke(app, cli)
+    assert result.exit_code == 0, result.output
+    assert "2 ran, 0 already done, 0 failed" in result.output
+    for name in ("traffic.0.load=0.1,seed7", "traffic.0.load=0.3,seed7"):
+        a = json.loads((local / name / "summary.json").read_text())
+        b = json.loads((out / name / "summary.json").read_text())
+        assert {k: v for k, v in a.items() if k not in VOLATILE} == {
+            k: v for k, v in b.items() if k not in VOLATILE
+        }

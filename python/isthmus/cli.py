@@ -200,6 +200,9 @@ def sweep(
     seeds: int = typer.Option(1, help="Seeds per point: the scenario's seed and the next ones."),
     out: Path | None = typer.Option(None, help="Sweep folder (default sweeps/NAME)."),
     workers: int = typer.Option(0, help="Parallel runs (default: every core)."),
+    ray: str | None = typer.Option(
+        None, help="Run on the Ray cluster at this address ('local': start one here)."
+    ),
 ) -> None:
     """Run a scenario over a grid of field values and seeds, in parallel; a rerun skips
     the points already done."""
@@ -219,9 +222,17 @@ def sweep(
         def on_point(name: str, status: str) -> None:
             progress.update(task, advance=1, status=f"{status}: {name}")
 
-        outcome = run_sweep(
-            points, path.parent, folder, workers=workers or os.cpu_count() or 1, on_point=on_point
-        )
+        try:
+            outcome = run_sweep(
+                points,
+                path.parent,
+                folder,
+                workers=workers or os.cpu_count() or 1,
+                ray_address=ray,
+                on_point=on_point,
+            )
+        except ValueError as e:
+            _fail(str(e))
     console.print(
         f"{len(outcome.ran)} ran, {len(outcome.skipped)} already done, "
         f"{len(outcome.failed)} failed, in [bold]{folder}[/]"

@@ -177,9 +177,12 @@ def sweep(
     out: Path,
     *,
     workers: int,
+    ray_address: str | None = None,
     on_point: Callable[[str, str], None] = lambda name, status: None,
 ) -> SweepOutcome:
-    """Runs every point not already in `out` on `workers` processes."""
+    """Runs every point not already in `out`: on `workers` local processes, or on the
+    Ray cluster at `ray_address` ("local" starts one on this machine; a real cluster
+    needs `base` and `out` on a filesystem every node sees)."""
     out.mkdir(parents=True, exist_ok=True)
     outcome = SweepOutcome()
     todo = []
@@ -189,20 +192,57 @@ def sweep(
             on_point(p.name, "skipped")
         else:
             todo.append(p)
-    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(run_point, p, base, out / p.name): p for p in todo}
-        for future in as_completed(futures):
-            name = futures[future].name
-            try:
-                future.result()
-            except Exception as e:  # one failed point must not lose the others
-                outcome.failed[name] = f"{type(e).__name__}: {e}"
-                on_point(name, "failed")
-            else:
-                outcome.ran.append(name)
-                on_point(name, "done")
+
+    def finished(name: str, error: BaseException | None) -> None:
+        if error is None:
+            outcome.ran.append(name)
+            on_point(name, "done")
+        else:
+            outcome.failed[name] = f"{type(error).__name__}: {error}"
+            on_point(name, "failed")
+
+    if ray_address is None:
+        _run_local(todo, base, out, workers, finished)
+    else:
+        _run_on_ray(todo, base, out, ray_address, finished)
     if outcome.failed:
         (out / "failures.json").write_text(json.dumps(outcome.failed, indent=2) + "\n")
     else:
         (out / "failures.json").unlink(missing_ok=True)
     return outcome
+
+
+Finished = Callable[[str, BaseException | None], None]
+
+
+def _run_local(todo: list[Point], base: Path, out: Path, workers: int, finished: Finished) -> None:
+    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(run_point, p, base, out / p.name): p for p in todo}
+        for future in as_completed(futures):
+            # One failed point must not lose the others.
+            finished(futures[future].name, future.exception())
+
+
+def _run_on_ray(todo: list[Point], base: Path, out: Path, address: str, finished: Finished) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("--ray needs Ray: pip install 'isthmus[ray]'") from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=None if address == "local" else address, log_to_driver=False)
+    try:
+        remote = ray.remote(run_point)
+        pending = {remote.remote(p, base, out / p.name): p for p in todo}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            point = pending.pop(done[0])
+            try:
+                ray.get(done[0])
+            except Exception as e:
+                finished(point.name, getattr(e, "cause", None) or e)
+            else:
+                finished(point.name, None)
+    finally:
+        if started_here:
+            ray.shutdown()
