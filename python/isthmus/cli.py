@@ -244,6 +244,64 @@ def sweep(
     console.print(f'Query them: isthmus query "SELECT * FROM runs" --runs {folder}')
 
 
+@app.command("forecast-bench")
+def forecast_bench(
+    series: Path | None = typer.Option(
+        None, help="A CSV file to score instead of the bundled traces."
+    ),
+    column: str | None = typer.Option(None, help="The CSV column (header or 0-based number)."),
+    season: int | None = typer.Option(None, help="Season length of --series, for Holt-Winters."),
+    window: int | None = typer.Option(None, help="Window BS (with --lead and --horizon)."),
+    lead: int = typer.Option(1, help="Steps ahead of the first forecast N."),
+    horizon: int = typer.Option(1, help="Forecast steps O."),
+    quick: bool = typer.Option(False, help="One setting on each series' last rows."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the scores as JSON."),
+) -> None:
+    """Score every forecaster on real traffic series: MAE % ± SDAE, MSE, training and
+    inference time per model (Diolkos Table 1, IBCN Table IV)."""
+    from isthmus.predict import benchmark as fb
+    from isthmus.predict.series import load_column
+
+    if (series is None) != (column is None):
+        _fail("--series and --column go together: --series FILE.csv --column NAME")
+    try:
+        chosen = (
+            [fb.Series(series.name, load_column(series, column), season)]
+            if series is not None
+            else fb.bundled_series()
+        )
+        settings = ((window, lead, horizon),) if window is not None else None
+        with _progress_bar() as progress:
+            runs = len(chosen) * len(settings or (fb.QUICK_SETTINGS if quick else fb.SETTINGS))
+            task = progress.add_task("forecast-bench", total=runs, status="")
+
+            def on_result(name: str, setting: tuple[int, int, int]) -> None:
+                progress.update(task, advance=1, status=f"{name} BS/N/O {setting}")
+
+            results = fb.run(chosen, quick=quick, settings=settings, on_result=on_result)
+    except ValueError as e:
+        _fail(str(e))
+    for result in results:
+        title = (
+            f"{result['series']}: window {result['window']}, lead {result['lead']}, "
+            f"horizon {result['horizon']}"
+        )
+        table = Table("model", "MAE % ± SDAE", "MSE", "train s", "predict ms", title=title)
+        for name, m in result["models"].items():
+            table.add_row(
+                name,
+                f"{m['mae_pct']:.2f} ± {m['sdae_pct']:.2f}",
+                f"{m['mse']:.4g}",
+                f"{m['train_s']:.3f}",
+                f"{m['infer_ms']:.3f}",
+            )
+        console.print(table)
+    if json_out is not None:
+        layout = results[0] if len(results) == 1 else {"results": results}
+        json_out.write_text(json.dumps(layout, indent=2) + "\n")
+        console.print(f"scores written to [bold]{json_out}[/]")
+
+
 @app.command()
 def query(
     sql: str = typer.Argument(

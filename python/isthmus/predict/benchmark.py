@@ -1,0 +1,76 @@
+"""The forecasting benchmark: every forecaster scored on real traffic series for
+several (window BS, lead N, horizon O) settings, as Diolkos's Table 1 (MAE % ± SDAE
+per model) and IBCN's Table IV (error % per algorithm) report them.
+
+Seasonal Holt-Winters runs with the series' daily season (288 five-minute steps, 24
+hourly ones) where one is known or given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from isthmus.predict.holt_winters import HoltWinters
+from isthmus.predict.models import MODELS, ModelSpec
+from isthmus.predict.scoring import score
+from isthmus.predict.series import bundled_traces, load_trace
+
+SETTINGS: tuple[tuple[int, int, int], ...] = ((10, 1, 1), (30, 5, 5))
+QUICK_SETTINGS: tuple[tuple[int, int, int], ...] = ((10, 1, 1),)
+QUICK_ROWS = 4000
+"""--quick scores the last this many rows of each series."""
+
+DAILY_SEASON = {"cortez-eu-5min": 288, "cortez-eu-hourly": 24, "jiang-hourly": 24}
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    values: np.ndarray
+    season: int | None
+
+
+def bundled_series() -> list[Series]:
+    return [Series(n, load_trace(n), DAILY_SEASON.get(n)) for n in bundled_traces()]
+
+
+def model_specs(season: int | None) -> list[ModelSpec]:
+    """Every registered forecaster, plus seasonal Holt-Winters when a season is known."""
+    specs: list[ModelSpec] = list(MODELS)
+    if season is not None:
+        specs.append(partial(HoltWinters, season=season))
+    return specs
+
+
+def run(
+    series: list[Series],
+    *,
+    quick: bool = False,
+    settings: tuple[tuple[int, int, int], ...] | None = None,
+    on_result: Callable[[str, tuple[int, int, int]], None] = lambda name, setting: None,
+) -> list[dict]:
+    """One result per (series, setting): {"series", "window", "lead", "horizon",
+    "models": {name: {"mae_pct", "sdae_pct", "mse", "train_s", "infer_ms"}}}."""
+    chosen = settings or (QUICK_SETTINGS if quick else SETTINGS)
+    results = []
+    for s in series:
+        values = s.values[-QUICK_ROWS:] if quick else s.values
+        specs = model_specs(s.season)
+        for window, lead, horizon in chosen:
+            scored = score(values, specs, window, lead, horizon)
+            results.append(
+                {
+                    "series": s.name,
+                    "window": window,
+                    "lead": lead,
+                    "horizon": horizon,
+                    "models": scored["models"],
+                    "setup": scored["setup"],
+                }
+            )
+            on_result(s.name, (window, lead, horizon))
+    return results

@@ -1,0 +1,48 @@
+"""The forecasters by name, as score() and a command line refer to them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from isthmus.predict.arar import Arar
+from isthmus.predict.arma import Arma
+from isthmus.predict.base import Forecaster
+from isthmus.predict.ewma import Ewma
+from isthmus.predict.holt_winters import HoltWinters
+from isthmus.predict.linear import LinearFit
+
+MODELS: dict[str, type[Forecaster]] = {
+    "ewma": Ewma,
+    "holt_winters": HoltWinters,
+    "linear": LinearFit,
+    "arma": Arma,
+    "arar": Arar,
+}
+
+ModelSpec = str | Callable[..., Forecaster]
+
+
+def make(spec: ModelSpec, **options: Any) -> Forecaster:
+    """A forecaster from a registered name ("arar") or any callable that takes the
+    Forecaster options as keywords and returns one (a class, or e.g.
+    functools.partial(HoltWinters, season=24))."""
+    if isinstance(spec, str):
+        if spec not in MODELS:
+            raise ValueError(
+                f"unknown model {spec!r}; choose one of {', '.join(MODELS)} "
+                "or pass a Forecaster class"
+            )
+        return MODELS[spec](**options)
+    if not callable(spec):
+        raise ValueError(
+            f"models entries must be names or Forecaster factories, got {spec!r}; "
+            f"use one of {', '.join(MODELS)}"
+        )
+    model = spec(**options)
+    if not isinstance(model, Forecaster):
+        raise ValueError(
+            f"model factory {spec!r} returned {type(model).__name__}, not a Forecaster; "
+            "pass a Forecaster subclass or a partial of one"
+        )
+    return model
