@@ -303,6 +303,22 @@ def forecast_bench(
 
 
 @app.command()
+def report(
+    runs: list[Path] = typer.Argument(..., help="One or more run folders."),
+    out: Path = typer.Option(Path("report"), help="Folder for report.html and its plots."),
+) -> None:
+    """Write an HTML report of run folders: slowdown by size, FCT CDFs, throughput and
+    queues over time, utilization heat maps, and a side-by-side table."""
+    from isthmus.report import write_report
+
+    try:
+        page = write_report(runs, out)
+    except ValueError as e:
+        _fail(str(e))
+    console.print(f"report written to [bold]{page}[/]")
+
+
+@app.command()
 def query(
     sql: str = typer.Argument(
         ..., help="SQL over the views flows, ports, timeseries, rounds, runs."

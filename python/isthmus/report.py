@@ -1,0 +1,228 @@
+"""HTML reports of run folders: one self-contained page (plots embedded as PNG data)
+with the plots also written beside it.
+
+Plots, each with one line or bar group per run:
+- slowdown by flow-size bucket (mean and p99);
+- FCT CDFs (log scale);
+- throughput over time: bytes leaving switch ports per sample interval, summed;
+- queue over time: the longest switch queue at each sample;
+- per-port utilization heat map: switch ports × time (each run's own panel), or one
+  row of whole-run utilization when the run has no time series.
+
+With several runs the page opens with a side-by-side table of their headline figures.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display, and the same output everywhere
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from isthmus.metrics import BUCKETS  # noqa: E402
+from isthmus.units import PS_PER_SECOND  # noqa: E402
+
+HEADLINES = (
+    ("flows", "flows"),
+    ("flows_finished", "finished"),
+    ("mean_fct_us", "mean FCT (us)"),
+    ("slowdown.all.p50", "slowdown p50"),
+    ("slowdown.all.p99", "slowdown p99"),
+    ("slowdown.all.p999", "slowdown p99.9"),
+    ("packets_dropped", "drops"),
+    ("ecn_marks", "ECN marks"),
+    ("max_link_utilization", "max link utilization"),
+    ("bisection_fraction", "fraction of bisection"),
+    ("timeouts", "timeouts"),
+    ("wall_s", "wall s"),
+)
+
+
+class Run:
+    """One run folder's tables, read once."""
+
+    def __init__(self, folder: Path) -> None:
+        folder = Path(folder)
+        if not (folder / "summary.json").exists():
+            raise ValueError(f"'{folder}' is not a run folder (no summary.json); give run folders")
+        self.name = folder.name
+        self.summary = json.loads((folder / "summary.json").read_text())
+        self.flows = pq.read_table(folder / "flows.parquet").to_pydict()
+        self.ports = pq.read_table(folder / "ports.parquet").to_pydict()
+        series = folder / "timeseries.parquet"
+        self.series = pq.read_table(series).to_pydict() if series.exists() else None
+
+    def headline(self, dotted: str) -> object:
+        value: object = self.summary
+        for key in dotted.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    def switch_ports(self) -> np.ndarray:
+        """Which egress ports belong to switches (every role but "host")."""
+        return np.array([r != "host" for r in self.ports["role"]])
+
+    def series_matrix(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """(sample times in s, samples × ports) of a time-series column."""
+        assert self.series is not None
+        times = np.asarray(self.series["time_ps"])
+        ports = np.asarray(self.series["port_index"])
+        values = np.asarray(self.series[column], dtype=np.float64)
+        stamps = np.unique(times)
+        matrix = np.zeros((len(stamps), int(ports.max()) + 1))
+        matrix[np.searchsorted(stamps, times), ports] = values
+        return stamps / PS_PER_SECOND, matrix
+
+
+def _slowdown_plot(runs: list[Run], ax: plt.Axes) -> None:
+    width = 0.8 / len(runs)
+    x = np.arange(len(BUCKETS))
+    for i, run in enumerate(runs):
+        s = run.summary.get("slowdown", {})
+        means = [s.get(b, {}).get("mean") or 0.0 for b in BUCKETS]
+        p99 = [s.get(b, {}).get("p99") or 0.0 for b in BUCKETS]
+        bars = ax.bar(x + i * width, means, width, label=f"{run.name} mean")
+        ax.scatter(x + i * width, p99, marker="_", s=300, color=bars.patches[0].get_facecolor())
+    ax.set_xticks(x + width * (len(runs) - 1) / 2, BUCKETS)
+    ax.set_ylabel("slowdown (bar: mean, tick: p99)")
+    ax.set_title("Slowdown by flow size")
+    ax.legend(fontsize="small")
+
+
+def _fct_cdf_plot(runs: list[Run], ax: plt.Axes) -> None:
+    for run in runs:
+        fct = np.asarray(run.flows["fct_ps"], dtype=np.float64)
+        fct = np.sort(fct[fct >= 0]) / 1e6
+        if len(fct):
+            ax.step(fct, np.arange(1, len(fct) + 1) / len(fct), where="post", label=run.name)
+    ax.set_xscale("log")
+    ax.set_xlabel("flow completion time (us)")
+    ax.set_ylabel("fraction of finished flows")
+    ax.set_title("FCT CDF")
+    ax.legend(fontsize="small")
+
+
+def _series_plots(runs: list[Run], throughput: plt.Axes, queue: plt.Axes) -> None:
+    for run in runs:
+        if run.series is None:
+            continue
+        switch = run.switch_ports()
+        t, tx = run.series_matrix("tx_bytes")
+        rate = np.diff(tx[:, switch].sum(axis=1)) * 8 / np.diff(t) / 1e9
+        throughput.plot(t[1:] * 1e3, rate, label=run.name)
+        _, q = run.series_matrix("queue_packets")
+        queue.plot(t * 1e3, q[:, switch].max(axis=1), label=run.name)
+    throughput.set_title("Throughput out of switch ports")
+    throughput.set_xlabel("time (ms)")
+    throughput.set_ylabel("Gbit/s")
+    queue.set_title("Longest switch queue")
+    queue.set_xlabel("time (ms)")
+    queue.set_ylabel("packets")
+    for ax in (throughput, queue):
+        if ax.lines:
+            ax.legend(fontsize="small")
+        else:
+            ax.text(0.5, 0.5, "no time series (set telemetry.sample_interval)", ha="center")
+
+
+def _heatmap(run: Run, ax: plt.Axes) -> None:
+    switch = run.switch_ports()
+    rates = np.asarray(run.ports["rate_bps"], dtype=np.float64)[switch]
+    if run.series is not None:
+        t, tx = run.series_matrix("tx_bytes")
+        busy = np.diff(tx[:, switch], axis=0) * 8 / np.diff(t)[:, None] / rates
+        image = ax.imshow(
+            busy.T, aspect="auto", origin="lower", vmin=0, vmax=1, cmap="viridis",
+            extent=(t[0] * 1e3, t[-1] * 1e3, 0, busy.shape[1]),
+        )  # fmt: skip
+        ax.set_xlabel("time (ms)")
+    else:
+        image = ax.imshow(
+            np.asarray(run.ports["utilization"])[switch][:, None],
+            aspect="auto", origin="lower", vmin=0, vmax=1, cmap="viridis",
+        )  # fmt: skip
+        ax.set_xticks([])
+        ax.set_xlabel("whole run")
+    ax.set_ylabel("switch egress port")
+    ax.set_title(f"Utilization: {run.name}")
+    plt.colorbar(image, ax=ax, label="utilization")
+
+
+def _save(fig: plt.Figure, path: Path) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def _table(runs: list[Run]) -> str:
+    head = "".join(f"<th>{html.escape(r.name)}</th>" for r in runs)
+    rows = []
+    for key, label in HEADLINES:
+        cells = "".join(f"<td>{_fmt(r.headline(key))}</td>" for r in runs)
+        rows.append(f"<tr><th>{html.escape(label)}</th>{cells}</tr>")
+    return f"<table><tr><th></th>{head}</tr>{''.join(rows)}</table>"
+
+
+def _fmt(value: object) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return html.escape(str(value))
+
+
+def write_report(folders: list[Path], out: Path) -> Path:
+    """Writes `out`/report.html and `out`/plots/*.png for the run folders; returns the
+    page's path."""
+    if not folders:
+        raise ValueError("give at least one run folder")
+    runs = [Run(f) for f in folders]
+    plots = Path(out) / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    images: list[tuple[str, str]] = []
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    _slowdown_plot(runs, ax)
+    images.append(("Slowdown by flow size", _save(fig, plots / "slowdown.png")))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    _fct_cdf_plot(runs, ax)
+    images.append(("FCT CDF", _save(fig, plots / "fct_cdf.png")))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4))
+    _series_plots(runs, a, b)
+    images.append(("Throughput and queues", _save(fig, plots / "timeseries.png")))
+    for i, run in enumerate(runs):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        _heatmap(run, ax)
+        images.append((f"Utilization: {run.name}", _save(fig, plots / f"utilization_{i}.png")))
+
+    figures = "".join(
+        f'<figure><img alt="{html.escape(t)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{html.escape(t)}</figcaption></figure>"
+        for t, data in images
+    )
+    title = "Isthmus report: " + ", ".join(r.name for r in runs)
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1300px; color: #222; }}
+table {{ border-collapse: collapse; margin-bottom: 2em; }}
+th, td {{ border: 1px solid #ccc; padding: 4px 10px; text-align: right; }}
+figure {{ margin: 1em 0; }} img {{ max-width: 100%; }}
+</style></head><body>
+<h1>{html.escape(title)}</h1>
+{_table(runs)}
+{figures}
+</body></html>
+"""
+    page_path = Path(out) / "report.html"
+    page_path.write_text(page)
+    return page_path
