@@ -319,6 +319,39 @@ def report(
 
 
 @app.command()
+def compare(
+    a: Path = typer.Argument(..., help="A run folder, or a folder of runs (e.g. seeds)."),
+    b: Path = typer.Argument(..., help="The same for the other side."),
+    show_all: bool = typer.Option(False, "--all", help="Show every figure, not only changes."),
+) -> None:
+    """Compare two sets of runs: each figure's means, B − A and its 95% confidence
+    interval across the runs (Welch); significant changes are marked."""
+    from isthmus.compare import compare as compare_runs
+
+    try:
+        differences = compare_runs(a, b)
+    except ValueError as e:
+        _fail(str(e))
+    table = Table("figure", f"A: {a.name}", f"B: {b.name}", "B − A", "95% CI", "")
+    shown = 0
+    for d in differences:
+        if not (show_all or d.significant or (d.low is None and d.delta != 0)):
+            continue
+        shown += 1
+        ci = "–" if d.low is None else f"[{d.low:.4g}, {d.high:.4g}]"
+        relative = f" ({d.delta / d.mean_a:+.1%})" if d.mean_a else ""
+        mark = "[bold]significant[/]" if d.significant else ""
+        table.add_row(
+            d.label, f"{d.mean_a:.4g}", f"{d.mean_b:.4g}", f"{d.delta:+.4g}{relative}", ci, mark
+        )
+    console.print(table)
+    if not shown:
+        console.print("No figure differs significantly (--all shows every one).")
+    if any(d.low is None for d in differences):
+        console.print("One side has a single run: differences carry no interval (run more seeds).")
+
+
+@app.command()
 def query(
     sql: str = typer.Argument(
         ..., help="SQL over the views flows, ports, timeseries, rounds, runs."

@@ -32,12 +32,12 @@ def run_folders(root: Path) -> list[Path]:
     return folders
 
 
-def _flatten(summary: dict, prefix: str = "") -> dict:
+def flatten(summary: dict, prefix: str = "") -> dict:
     flat = {}
     for key, value in summary.items():
         name = f"{prefix}{key}".replace(".", "_")
         if isinstance(value, dict):
-            flat.update(_flatten(value, f"{name}_"))
+            flat.update(flatten(value, f"{name}_"))
         else:
             flat[name] = value
     return flat
@@ -60,7 +60,7 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
         if parts:
             con.execute(f"CREATE VIEW {table} AS " + " UNION ALL BY NAME ".join(parts))
     rows = [
-        {"run": f.name, **_flatten(json.loads((f / "summary.json").read_text()))} for f in folders
+        {"run": f.name, **flatten(json.loads((f / "summary.json").read_text()))} for f in folders
     ]
     con.register("runs_table", pa.Table.from_pylist(rows))
     con.execute("CREATE VIEW runs AS SELECT * FROM runs_table")

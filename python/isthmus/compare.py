@@ -1,0 +1,90 @@
+"""Comparing two sets of runs (typically the same scenarios under two schemes, over
+several seeds): per headline figure, the mean of each side, the difference B − A and
+its 95% confidence interval (Welch's t interval, which does not assume equal
+variances). A difference matters when its interval excludes zero. With one run on a
+side there is no spread to estimate: the difference is shown without an interval and
+never called significant.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from isthmus.query import flatten, run_folders
+
+FIGURES = (
+    ("mean_fct_us", "mean FCT (us)"),
+    ("slowdown_all_mean", "slowdown mean"),
+    ("slowdown_all_p50", "slowdown p50"),
+    ("slowdown_all_p99", "slowdown p99"),
+    ("slowdown_all_p999", "slowdown p99.9"),
+    ("slowdown_lt100KB_p99", "slowdown p99 < 100 KB"),
+    ("slowdown_gt1MB_mean", "slowdown mean > 1 MB"),
+    ("flows_unfinished", "unfinished flows"),
+    ("packets_dropped", "drops"),
+    ("ecn_marks", "ECN marks"),
+    ("timeouts", "timeouts"),
+    ("max_switch_queue_packets", "longest switch queue"),
+    ("mean_queue_wait_us", "mean queue wait (us)"),
+    ("max_link_utilization", "max link utilization"),
+    ("bisection_fraction", "fraction of bisection"),
+    ("flow_throughput_jain", "throughput fairness (Jain)"),
+    ("out_of_order_packets", "out-of-order packets"),
+    ("pfc_pauses", "PFC pauses"),
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    figure: str
+    label: str
+    mean_a: float
+    mean_b: float
+    low: float | None
+    high: float | None
+
+    @property
+    def delta(self) -> float:
+        return self.mean_b - self.mean_a
+
+    @property
+    def significant(self) -> bool:
+        return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
+
+
+def welch_interval(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
+    """Confidence interval of mean(b) − mean(a) (None with fewer than two of each)."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    delta = b.mean() - a.mean()
+    if va + vb == 0:
+        return (delta, delta)
+    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = stats.t.ppf(0.5 + level / 2, dof) * math.sqrt(va + vb)
+    return (delta - half, delta + half)
+
+
+def _summaries(path: Path) -> list[dict]:
+    return [flatten(json.loads((f / "summary.json").read_text())) for f in run_folders(path)]
+
+
+def compare(a: Path, b: Path) -> list[Difference]:
+    """Every headline figure both sides report, A's runs against B's."""
+    side_a, side_b = _summaries(a), _summaries(b)
+    out = []
+    for key, label in FIGURES:
+        xa = np.array([s[key] for s in side_a if s.get(key) is not None], dtype=np.float64)
+        xb = np.array([s[key] for s in side_b if s.get(key) is not None], dtype=np.float64)
+        if len(xa) == 0 or len(xb) == 0:
+            continue
+        interval = welch_interval(xa, xb)
+        low, high = interval if interval is not None else (None, None)
+        out.append(Difference(key, label, float(xa.mean()), float(xb.mean()), low, high))
+    return out
