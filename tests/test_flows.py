@@ -194,3 +194,43 @@ def test_incast_rounds_are_synchronized_and_tcp_collapses_where_dctcp_does_not()
     assert np.all(dctcp >= ideal_ms) and np.all(tcp >= ideal_ms)
     assert np.median(dctcp) < 2 * ideal_ms, dctcp
     assert np.median(tcp) > 5.0, tcp
+
+
+def test_timed_bulk_sources_send_until_their_deadline_in_whole_writes():
+    text = """
+    name = "iperf"
+    [topology]
+    kind = "leaf_spine"
+    spines = 2
+    leaves = 2
+    hosts_per_leaf = 2
+    [network]
+    ecn_threshold = "65pkts"
+    [[traffic]]
+    kind = "flows"
+    pattern = "permutation"
+    arrivals = { kind = "batch", count = 1 }
+    duration = "5ms"
+    start = "1ms"
+    stop = "2ms"
+    [run]
+    duration = "1s"
+    """
+    sim = parse_scenario(text).build()
+    assert sim.run("1s", stop_when_flows_finish=True)
+    flows = sim.flows()
+    assert np.all(flows["size_bytes"] % (128 * 1024) == 0)
+    assert np.all(flows["bytes_delivered"] == flows["size_bytes"])
+    life_ms = (flows["finish_ps"] - flows["start_ps"]) / 1e9
+    # DCTCP keeps the queues short, so what is in flight at the deadline drains fast.
+    assert np.all((life_ms > 5.0) & (life_ms < 5.5)), life_ms
+    # A permutation on a full-bisection fabric: each source near its 10 Gb/s access rate
+    # unless ECMP collides two on one spine link.
+    gbps = flows["size_bytes"] * 8 / (life_ms / 1e3) / 1e9
+    assert np.all(gbps < 10) and np.median(gbps) > 4, gbps
+    bad = text.replace('duration = "5ms"', 'duration = "5ms"\n    sizes = "websearch"')
+    with pytest.raises(ScenarioError, match="sizes or duration"):
+        parse_scenario(bad)
+    bad = text.replace('{ kind = "batch", count = 1 }', '{ kind = "poisson", load = 0.5 }')
+    with pytest.raises(ScenarioError, match="timed sources"):
+        parse_scenario(bad)

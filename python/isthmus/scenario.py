@@ -332,7 +332,9 @@ class Flows(Strict):
     kind: Literal["flows"]
     pattern: FlowPattern
     arrivals: FlowArrivals
-    sizes: str | SizeRange = "websearch"
+    sizes: str | SizeRange | None = None
+    duration: Time | None = None
+    write_size: Size = "128KiB"
     start: Time = "0s"
     stop: Time
     transport: FlowTransportName = "dctcp"
@@ -341,6 +343,16 @@ class Flows(Strict):
     def _window(self) -> Flows:
         if units.time_ps(self.stop) <= units.time_ps(self.start):
             raise ValueError(f"stop ({self.stop}) must come after start ({self.start})")
+        if self.duration is not None:
+            if self.sizes is not None:
+                raise ValueError("give sizes or duration (timed iperf-like sources), not both")
+            if isinstance(self.arrivals, Poisson):
+                raise ValueError(
+                    "poisson arrivals at a load need flow sizes; timed sources (duration) "
+                    "take batch, profile or on_off arrivals"
+                )
+            if self.transport not in ("tcp", "dctcp"):
+                raise ValueError(f"timed sources run tcp or dctcp, not {self.transport}")
         return self
 
     def add_to(self, sim: Simulation, index: int, base: Path) -> None:
@@ -348,14 +360,25 @@ class Flows(Strict):
             sim.topology,
             pattern=self.pattern,
             arrivals=self.arrivals,
-            sizes=self.sizes,
+            sizes=self.sizes or "websearch",
             start=self.start,
             stop=self.stop,
             seed=sim.seed,
             stream=index,
             base=base,
         )
-        add_flows(sim, flows, self.transport)
+        if self.duration is None:
+            add_flows(sim, flows, self.transport)
+            return
+        for src, dst, start in zip(flows["src"], flows["dst"], flows["start_ps"], strict=True):
+            sim.add_bulk_flow(
+                int(src),
+                int(dst),
+                self.duration,
+                start=int(start),
+                write_size=self.write_size,
+                transport=self.transport,
+            )
 
 
 class IncastTraffic(Strict):

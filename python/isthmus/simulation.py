@@ -180,6 +180,31 @@ class Simulation:
         )
         return np.arange(first, first + len(src), dtype=np.uint32)
 
+    def add_bulk_flow(
+        self,
+        src: int,
+        dst: int,
+        duration: int | str,
+        *,
+        start: int | str = 0,
+        write_size: int | str = "128KiB",
+        transport: str = "dctcp",
+    ) -> int:
+        """An iperf-like source: TCP or DCTCP sending as fast as it can for `duration`
+        in `write_size` writes (iperf's default: 10 s of 128 KiB), finishing when its last
+        write arrives; its size is known once its time is up. Returns its id."""
+        if transport not in ("tcp", "dctcp"):
+            raise ValueError(f"a bulk flow's transport must be tcp or dctcp, got {transport!r}")
+        return self._engine.add_timed_tcp_flow(
+            src,
+            dst,
+            time_ps(start),
+            time_ps(duration),
+            size_bytes(write_size),
+            self._tcp_core,
+            transport == "dctcp",
+        )
+
     def add_dcqcn_flow(
         self,
         src: int,

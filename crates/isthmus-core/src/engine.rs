@@ -421,6 +421,32 @@ impl Engine {
         })
     }
 
+    /// Adds an iperf-like TCP (or DCTCP) source: from `start` it sends as fast as TCP
+    /// allows for `duration`, in `write_size`-byte application writes, and finishes when
+    /// the last write has arrived. Its size is set when its time is up.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_timed_tcp_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        start: Time,
+        duration: Time,
+        write_size: u64,
+        config: &TcpConfig,
+    ) -> Result<u32, String> {
+        if duration == 0 {
+            return Err("duration must be positive".into());
+        }
+        if write_size == 0 {
+            return Err("write_size must be at least 1 byte".into());
+        }
+        let id = self.add_tcp_flow(src, dst, u64::MAX / 4, start, config)?;
+        if let Transport::Tcp(tcp) = &mut self.flows[id as usize].transport {
+            tcp.write_until(start + duration, write_size);
+        }
+        Ok(id)
+    }
+
     /// Adds an MPTCP connection of `size` bytes over `subflows` subflows (1..=16), each a
     /// NewReno subflow under RFC 6356 coupling; returns its flow id.
     pub fn add_mptcp_flow(

@@ -256,3 +256,35 @@ fn delayed_acks_halve_the_ack_count_and_the_timer_flushes_the_tail() {
         "the first lone segment was ACKed before the timer"
     );
 }
+
+#[test]
+fn a_timed_source_sends_at_line_rate_until_its_deadline_then_ends_on_a_write_boundary() {
+    // iperf's default: 10 s of 128 KB writes, here 20 ms through a 10 Gb/s bottleneck.
+    let mut e = Engine::new(
+        star(1, 10 * G, 10 * G),
+        EngineConfig {
+            switch_queue: QueueConfig::drop_tail(Limit::Packets(250)),
+            ..Default::default()
+        },
+        1,
+    );
+    let write = 128 * 1024;
+    e.add_timed_tcp_flow(0, 1, MS, 20 * MS, write, &TcpConfig::default())
+        .unwrap();
+    assert!(e.run_until_flows_finish(SEC));
+    let f = e.flows().next().unwrap();
+    assert_eq!(f.size % write, 0, "ends on a write boundary");
+    assert_eq!(f.bytes_delivered, f.size);
+    let finish = f.finish.unwrap();
+    // It stops writing at 21 ms and drains what is in flight within a few RTTs.
+    assert!(
+        finish > 21 * MS && finish < 22 * MS,
+        "finished at {finish} ps"
+    );
+    // Goodput over its life: close to the 10 Gb/s link's 1460/1500 of payload.
+    let gbps = f.size as f64 * 8.0 / ((finish - MS) as f64 / 1e12) / 1e9;
+    assert!(
+        gbps > 0.9 * 10.0 * 1460.0 / 1500.0 && gbps < 10.0,
+        "{gbps:.2} Gb/s"
+    );
+}

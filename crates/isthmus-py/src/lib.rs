@@ -679,6 +679,24 @@ impl Engine {
         }
     }
 
+    /// Adds an iperf-like TCP (DCTCP when `dctcp`) source that sends for `duration` in
+    /// `write_size`-byte writes; returns its flow id.
+    #[allow(clippy::too_many_arguments)]
+    fn add_timed_tcp_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        start: u64,
+        duration: u64,
+        write_size: u64,
+        tcp: TcpArgs,
+        dctcp: bool,
+    ) -> PyResult<u32> {
+        self.inner
+            .add_timed_tcp_flow(src, dst, start, duration, write_size, &tcp.config(dctcp))
+            .map_err(value_error)
+    }
+
     /// Puts every later packet of `flow` in traffic class `priority`.
     fn set_flow_priority(&mut self, flow: u32, priority: u8) -> PyResult<()> {
         self.inner

@@ -169,6 +169,9 @@ pub struct TcpFlow {
     cfg: TcpConfig,
     /// Application bytes to deliver.
     size: u64,
+    /// A timed source (iperf-like): the application writes `.1`-byte chunks until `.0`;
+    /// the size is fixed when the deadline passes.
+    writes_until: Option<(Time, u64)>,
     iss: u32,
     // ---- sender (on the source host) ----
     phase: Phase,
@@ -212,6 +215,7 @@ impl TcpFlow {
         TcpFlow {
             cfg,
             size,
+            writes_until: None,
             iss,
             phase: Phase::Idle,
             syn_sent_at: 0,
@@ -249,6 +253,24 @@ impl TcpFlow {
     /// One past the last sequence offset: the data, then the FIN.
     fn end(&self) -> u64 {
         self.size + 1
+    }
+
+    /// Makes this a timed source: it sends as fast as TCP allows until `deadline`, then
+    /// finishes the `write_size`-byte write in progress (iperf's default is 10 s of 128 KB
+    /// writes). Until then its size is unbounded.
+    pub fn write_until(&mut self, deadline: Time, write_size: u64) {
+        self.size = u64::MAX / 4;
+        self.writes_until = Some((deadline, write_size));
+    }
+
+    fn close_writes_if_due(&mut self, io: &mut Io) {
+        if let Some((deadline, write)) = self.writes_until {
+            if io.now >= deadline {
+                self.size = self.snd_max.div_ceil(write).max(1) * write;
+                io.record.size = self.size;
+                self.writes_until = None;
+            }
+        }
     }
 
     pub fn cwnd(&self) -> u64 {
@@ -383,6 +405,7 @@ impl TcpFlow {
 
     /// Sends new or go-back-N segments while the window allows.
     fn send_data(&mut self, io: &mut Io) {
+        self.close_writes_if_due(io);
         if self.held {
             return;
         }
