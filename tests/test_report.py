@@ -50,6 +50,7 @@ def test_the_page_parses_and_embeds_every_plot(report):
     names = [p.name for p in plots]
     assert names == [
         "fct_cdf.png",
+        "queue_cdf.png",
         "slowdown.png",
         "timeseries.png",
         "utilization_0.png",

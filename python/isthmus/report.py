@@ -6,6 +6,7 @@ Plots, each with one line or bar group per run:
 - FCT CDFs (log scale);
 - throughput over time: bytes leaving switch ports per sample interval, summed;
 - queue over time: the longest switch queue at each sample;
+- queue length distribution: the CDF of every sampled switch-port queue;
 - per-port utilization heat map: switch ports × time (each run's own panel), or one
   row of whole-run utilization when the run has no time series.
 
@@ -133,6 +134,28 @@ def _series_plots(runs: list[Run], throughput: plt.Axes, queue: plt.Axes) -> Non
             ax.text(0.5, 0.5, "no time series (set telemetry.sample_interval)", ha="center")
 
 
+def _queue_cdf_plot(runs: list[Run], ax: plt.Axes) -> None:
+    for run in runs:
+        if run.series is None:
+            continue
+        _, q = run.series_matrix("queue_packets")
+        busy = q[:, run.switch_ports()]
+        values = np.sort(busy[busy > 0])
+        if len(values):
+            share = np.count_nonzero(busy) / busy.size
+            # Among all samples of all switch ports: the zero samples sit at the start.
+            ax.step(values, 1 - share + share * np.arange(1, len(values) + 1) / len(values),
+                    where="post", label=run.name)  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_xlabel("queue (packets), samples of every switch port")
+    ax.set_ylabel("fraction of samples")
+    ax.set_title("Queue length distribution")
+    if ax.lines:
+        ax.legend(fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "no queued samples (or no time series)", ha="center")
+
+
 def _heatmap(run: Run, ax: plt.Axes) -> None:
     switch = run.switch_ports()
     rates = np.asarray(run.ports["rate_bps"], dtype=np.float64)[switch]
@@ -199,6 +222,9 @@ def write_report(folders: list[Path], out: Path) -> Path:
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4))
     _series_plots(runs, a, b)
     images.append(("Throughput and queues", _save(fig, plots / "timeseries.png")))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    _queue_cdf_plot(runs, ax)
+    images.append(("Queue length distribution", _save(fig, plots / "queue_cdf.png")))
     for i, run in enumerate(runs):
         fig, ax = plt.subplots(figsize=(7, 4))
         _heatmap(run, ax)
