@@ -60,3 +60,18 @@ def test_fattree_permutation_collides_under_ecmp_but_not_when_sprayed(scenario_p
     sprayed = run(scenario_path, "fattree-permutation-udp", routing="spray")
     assert sprayed.ports()["drop_packets"].sum() == 0
     assert np.all(sprayed.flows()["bytes_delivered"] == sprayed.flows()["bytes_sent"])
+
+
+def test_forecast_recorder_surges_in_the_middle_third_within_link_rates():
+    from isthmus.predict.recorded import record, switch_throughput
+
+    recording = record(seed=1)
+    # One packet on the wire at a sample boundary: 1500 B per 250 us sample.
+    slack = 1500 * 8 / 250e-6
+    assert np.all(recording.throughput_bps <= recording.rate_bps + slack)
+    uplinks = [i for i, peer in enumerate(recording.port_peer) if peer.startswith("spine")]
+    leaf0_up = [i for i in uplinks if recording.port_node[i] == "leaf0"]
+    carried = recording.throughput_bps[:, leaf0_up].sum(axis=1)
+    thirds = [part.mean() for part in np.array_split(carried, 3)]
+    assert thirds[1] > 1.5 * thirds[0], thirds
+    assert switch_throughput(recording, "leaf0").shape[1] == 10

@@ -268,7 +268,7 @@ def forecast_bench(
         chosen = (
             [fb.Series(series.name, load_column(series, column), season)]
             if series is not None
-            else fb.bundled_series()
+            else fb.bundled_series() + fb.recorded_series()
         )
         settings = ((window, lead, horizon),) if window is not None else None
         with _progress_bar() as progress:
