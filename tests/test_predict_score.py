@@ -12,6 +12,7 @@ from isthmus.predict import (
     Ewma,
     Forecaster,
     HoltWinters,
+    NeuralForecaster,
     bundled_traces,
     load_column,
     load_trace,
@@ -25,7 +26,9 @@ def test_score_reports_every_model_in_the_agreed_layout():
     t = np.arange(1200.0)
     series = 100 + 0.05 * t + 10 * np.sin(2 * np.pi * t / 24)
     series += np.random.default_rng(0).normal(0, 1, len(t))
-    models = [*MODELS, functools.partial(HoltWinters, season=24)]
+    # The statistical models; test_predict_neural.py scores the neural ones.
+    statistical = [n for n in MODELS if not issubclass(MODELS[n], NeuralForecaster)]
+    models = [*statistical, functools.partial(HoltWinters, season=24)]
     result = score(series, models, window=10, lead=2, horizon=3)
     json.dumps(result)  # the layout is plain JSON
     assert set(result["models"]) == {
@@ -194,7 +197,10 @@ def test_forecast_bench_command_scores_a_users_csv_in_the_documented_layout(tmp_
     out = tmp_path / "scores.json"
     runner = CliRunner()
     args = ["forecast-bench", "--series", str(csv), "--column", "util", "--season", "24"]
-    result = runner.invoke(app, [*args, "--window", "24", "--json", str(out)])
+    statistical = "ewma,holt_winters,linear,arma,arar"
+    result = runner.invoke(
+        app, [*args, "--window", "24", "--models", statistical, "--json", str(out)]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert set(data["models"]) >= {"ewma", "arar", "holt_winters(season=24)"}
@@ -206,3 +212,5 @@ def test_forecast_bench_command_scores_a_users_csv_in_the_documented_layout(tmp_
     assert bad.exit_code != 0 and "no column 'nope'" in bad.output
     alone = runner.invoke(app, ["forecast-bench", "--series", str(csv)])
     assert alone.exit_code != 0 and "go together" in alone.output
+    wrong = runner.invoke(app, [*args, "--models", "ewma,prophet"])
+    assert wrong.exit_code != 0 and "unknown model(s) prophet" in wrong.output

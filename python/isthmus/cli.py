@@ -255,6 +255,9 @@ def forecast_bench(
     lead: int = typer.Option(1, help="Steps ahead of the first forecast N."),
     horizon: int = typer.Option(1, help="Forecast steps O."),
     quick: bool = typer.Option(False, help="One setting on each series' last rows."),
+    models: str | None = typer.Option(
+        None, help="Comma-separated forecasters to score (default: all, neural ones included)."
+    ),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the scores as JSON."),
 ) -> None:
     """Score every forecaster on real traffic series: MAE % ± SDAE, MSE, training and
@@ -278,8 +281,11 @@ def forecast_bench(
             def on_result(name: str, setting: tuple[int, int, int]) -> None:
                 progress.update(task, advance=1, status=f"{name} BS/N/O {setting}")
 
-            results = fb.run(chosen, quick=quick, settings=settings, on_result=on_result)
-    except ValueError as e:
+            names = [m.strip() for m in models.split(",")] if models is not None else None
+            results = fb.run(
+                chosen, quick=quick, settings=settings, models=names, on_result=on_result
+            )
+    except (ValueError, ImportError) as e:
         _fail(str(e))
     for result in results:
         title = (

@@ -9,6 +9,9 @@ history, updated online, asked for horizon × targets values `lead` steps ahead.
   answers; scaling.py, smoothing.py: the normalisation and moving average applied to
   what a model reads.
 - ewma.py, holt_winters.py, linear.py, arma.py, arar.py: statistical forecasters.
+- neural.py: the neural forecasters (Dense, RNN, GRU, LSTM, Skip-LSTM, BiLSTM) on
+  PyTorch; nets.py, skip_lstm.py: their networks and training loop (torch is imported
+  only when a network is built).
 - replay.py: ReplayDB, a switch's bounded, time-ordered store of snapshots;
   splits.py: Diolkos's chronological test/train/validation split.
 - metrics.py: MAE/SDAE (percent), IBCN's average relative error, MSE.
@@ -30,6 +33,15 @@ from isthmus.predict.metrics import (
     sdae_pct,
 )
 from isthmus.predict.models import MODELS, make
+from isthmus.predict.neural import (
+    BiLstm,
+    Dense,
+    Gru,
+    Lstm,
+    NeuralForecaster,
+    Rnn,
+    SkipLstm,
+)
 from isthmus.predict.replay import ReplayDB, Segments
 from isthmus.predict.scaling import Scaler
 from isthmus.predict.scoring import score
@@ -43,15 +55,22 @@ __all__ = [
     "MODELS",
     "Arar",
     "Arma",
+    "BiLstm",
+    "Dense",
     "Ewma",
     "Forecaster",
+    "Gru",
     "HoltWinters",
     "LinearFit",
+    "Lstm",
     "MovingAverage",
+    "NeuralForecaster",
     "ReplayDB",
+    "Rnn",
     "Scaler",
     "Segments",
     "SeriesModel",
+    "SkipLstm",
     "Split",
     "UnivariateForecaster",
     "Windowing",

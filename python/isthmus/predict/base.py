@@ -4,8 +4,10 @@ A forecaster is fitted on a history (timesteps × variables: for Diolkos one col
 per port of a switch, for IBCN a single queue-size column), then kept current online
 and asked for the future:
 
-1. fit(history) learns the model's parameters, and the normalisation, from the
-   history alone; its state then stands at the history's last row.
+1. fit(history, validation) learns the model's parameters, and the normalisation, from
+   the history alone; a model that tunes on held-out rows (the neural nets' early
+   stopping) scores itself on `validation`, which it never trains on. Its state then
+   stands at the history's last row.
 2. update(new_observations) appends rows that follow; parameters stay as fitted
    (refit on a newer history, e.g. a ReplayDB's latest rows, to retrain).
 3. reset(context) keeps the parameters but restarts the state from `context`: how a
@@ -103,8 +105,16 @@ class Forecaster(ABC):
         """Rows that must be observed since fit or reset before predict() may be called."""
         return max(self.window, self._needs() if self.fitted else 1)
 
-    def fit(self: F, history: object) -> F:
+    def fit(self: F, history: object, validation: object | None = None) -> F:
+        """Learn from `history`; `validation` (rows of the same variables, e.g. the
+        Diolkos split's validation segment) is only scored on, by models that tune on
+        held-out rows: it is smoothed from its own first row, as a separate segment, and
+        scaled with the history's statistics, so it shapes neither the normalisation nor
+        the training examples. Models with nothing to tune ignore it."""
         data = matrix(history, "history")
+        held_out = (
+            None if validation is None else matrix(validation, "validation", columns=data.shape[1])
+        )
         # Unfitted until the model's own fit succeeds, so a failed fit leaves nothing
         # that predict() would mistake for a fitted model.
         self.scaler = None
@@ -113,7 +123,11 @@ class Forecaster(ABC):
         self._smoother = MovingAverage(self.smoothing) if self.smoothing else None
         seen = self._smoother.restart(data) if self._smoother else data
         scaler = Scaler.fit(self.scaling, seen)
-        self._fit(scaler.transform(seen))
+        if held_out is not None and self.smoothing:
+            held_out = MovingAverage(self.smoothing).restart(held_out)
+        self._fit_validated(
+            scaler.transform(seen), None if held_out is None else scaler.transform(held_out)
+        )
         self.scaler = scaler
         self._observed = len(data)
         return self
@@ -166,6 +180,12 @@ class Forecaster(ABC):
     @abstractmethod
     def _fit(self, data: np.ndarray) -> None:
         """Learn from the whole (rows × variables) training history and stand at its end."""
+
+    def _fit_validated(self, data: np.ndarray, validation: np.ndarray | None) -> None:
+        """_fit() for a model that tunes on held-out rows (None when none were given).
+        The statistical models fit by likelihood or least squares on the history alone
+        and have no training run to stop early, so by default validation goes unused."""
+        self._fit(data)
 
     @abstractmethod
     def _observe(self, rows: np.ndarray) -> None:

@@ -11,6 +11,7 @@ from isthmus.predict.base import Forecaster
 from isthmus.predict.ewma import Ewma
 from isthmus.predict.holt_winters import HoltWinters
 from isthmus.predict.linear import LinearFit
+from isthmus.predict.neural import BiLstm, Dense, Gru, Lstm, Rnn, SkipLstm
 
 MODELS: dict[str, type[Forecaster]] = {
     "ewma": Ewma,
@@ -18,6 +19,13 @@ MODELS: dict[str, type[Forecaster]] = {
     "linear": LinearFit,
     "arma": Arma,
     "arar": Arar,
+    # Neural (neural.py): Diolkos's and IBCN's networks.
+    "dense": Dense,
+    "rnn": Rnn,
+    "gru": Gru,
+    "lstm": Lstm,
+    "skip_lstm": SkipLstm,
+    "bilstm": BiLstm,
 }
 
 ModelSpec = str | Callable[..., Forecaster]

@@ -1,9 +1,11 @@
 """score(): how well each forecaster predicts one series, the way Diolkos evaluates.
 
 1. Split the series in time order: first 20% test, next 60% train, last 20%
-   validation (fractions=… changes the shares). The validation rows are left for
-   models that tune on them; the statistical ones do not.
+   validation (fractions=… changes the shares).
 2. Fit every model on the training rows only (its normalisation too), timing it.
+   Each is also handed the validation rows: the neural nets stop training when their
+   error on them stops falling; the statistical models ignore them. No model sees a
+   test row while fitting.
 3. Walk through the test rows. The first origin is the first row at which every
    model has seen enough: at least `window` rows, and what each model's state needs
    (e.g. two seasons for seasonal Holt-Winters). Each model is reset to the test rows
@@ -46,7 +48,7 @@ def score(
 ) -> dict:
     """{"models": {name: {"mae_pct", "sdae_pct", "mse", "train_s", "infer_ms"}},
     "setup": {…}} for `series` (a 1-D series or timesteps × variables). `models` are
-    registered names ("ewma", "holt_winters", "linear", "arma", "arar") or factories
+    registered names ("ewma", "arar", "gru", …; see MODELS) or factories
     taking the Forecaster options (e.g. functools.partial(HoltWinters, season=24));
     window, lead, horizon, targets and smoothing are passed to each."""
     data = matrix(series, "series")
@@ -54,7 +56,7 @@ def score(
     if isinstance(models, (str, bytes)) or not models:
         raise ValueError("models must be a non-empty list, e.g. models=['ewma', 'arar']")
     cut = split_rows(len(data), fractions)
-    train, test = data[cut.train], data[cut.test]
+    train, test, validation = data[cut.train], data[cut.test], data[cut.validation]
     options = {
         "window": window,
         "lead": lead,
@@ -74,7 +76,7 @@ def score(
     train_s = []
     for forecaster in forecasters:
         started = time.perf_counter()
-        forecaster.fit(train)
+        forecaster.fit(train, validation)
         train_s.append(time.perf_counter() - started)
 
     first = max(f.min_context for f in forecasters) - 1
