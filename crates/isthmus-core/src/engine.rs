@@ -365,39 +365,21 @@ impl Engine {
                 spec.stop, spec.start
             ));
         }
-        if spec.start < self.now {
-            return Err(format!(
-                "start ({} ps) is in the past; the clock is at {} ps",
-                spec.start, self.now
-            ));
-        }
-        let id = self.flows.len() as u32;
-        let rng = Rng::stream(self.seed, Stream::Flow, id as u64);
-        let source = UdpSource::new(
-            spec.rate,
-            spec.packet_size,
-            spec.arrivals,
-            spec.size,
-            spec.stop,
-            rng,
-        );
-        self.flows.push(Flow {
-            record: FlowRecord {
-                src,
-                dst,
-                size: spec.size,
-                start: spec.start,
-                ..Default::default()
-            },
-            src_port: (1024 + id % 64_000) as u16,
-            dst_port: 5001,
-            priority: 0,
-            transport: Transport::Udp(source),
-        });
-        self.unfinished_flows += 1;
-        self.events
-            .push(spec.start, EventKind::FlowStart { flow: id });
-        Ok(id)
+        self.check_start(spec.start)?;
+        let seed = self.seed;
+        Ok(
+            self.push_flow(src, dst, spec.size, spec.start, (64_000, 5001), |id| {
+                let rng = Rng::stream(seed, Stream::Flow, id as u64);
+                Transport::Udp(UdpSource::new(
+                    spec.rate,
+                    spec.packet_size,
+                    spec.arrivals,
+                    spec.size,
+                    spec.stop,
+                    rng,
+                ))
+            }),
+        )
     }
 
     /// Adds a TCP (or, with `config.dctcp`, DCTCP) flow of `size` bytes from host `src`
@@ -412,8 +394,7 @@ impl Engine {
     ) -> Result<u32, String> {
         config.validate()?;
         let seed = self.seed;
-        let ports = ((1024 + self.flows.len() as u32 % 64_000) as u16, 80);
-        self.add_transfer(src, dst, size, start, ports, |id| {
+        self.add_transfer(src, dst, size, start, (64_000, 80), |id| {
             let iss = config
                 .isn
                 .unwrap_or_else(|| Rng::stream(seed, Stream::Flow, id as u64).next_u64() as u32);
@@ -471,8 +452,7 @@ impl Engine {
             ));
         }
         // Subflow i uses source port base + 1000·i, so bases stay below 2024.
-        let ports = ((1024 + self.flows.len() as u32 % 1000) as u16, 80);
-        self.add_transfer(src, dst, size, start, ports, |_| {
+        self.add_transfer(src, dst, size, start, (1000, 80), |_| {
             Transport::Mptcp(Box::new(crate::transport::mptcp::MptcpFlow::new(
                 *config, subflows, size, start,
             )))
@@ -489,35 +469,56 @@ impl Engine {
         config: &crate::transport::dcqcn::DcqcnConfig,
     ) -> Result<u32, String> {
         config.validate()?;
-        let ports = ((1024 + self.flows.len() as u32 % 64_000) as u16, 4791);
-        self.add_transfer(src, dst, size, start, ports, |_| {
+        self.add_transfer(src, dst, size, start, (64_000, 4791), |_| {
             Transport::Dcqcn(Box::new(crate::transport::dcqcn::DcqcnFlow::new(
                 *config, size, start,
             )))
         })
     }
 
-    /// Adds a flow that moves `size` bytes from `src` to `dst`, opening at `start` with
-    /// (source, destination) `ports`; `transport` builds its sender from its id.
+    /// Adds a flow that moves `size` bytes from `src` to `dst`, opening at `start`, with
+    /// source port 1024 + id mod `port_span` and destination port `dst_port`;
+    /// `transport` builds its sender from its id.
     fn add_transfer(
         &mut self,
         src: u32,
         dst: u32,
         size: u64,
         start: Time,
-        (src_port, dst_port): (u16, u16),
+        (port_span, dst_port): (u32, u16),
         transport: impl FnOnce(u32) -> Transport,
     ) -> Result<u32, String> {
         self.check_hosts(src, dst)?;
         if size == 0 {
             return Err("size must be at least 1 byte".into());
         }
+        self.check_start(start)?;
+        Ok(self.push_flow(src, dst, size, start, (port_span, dst_port), transport))
+    }
+
+    /// Refuses a start time before the clock.
+    pub(crate) fn check_start(&self, start: Time) -> Result<(), String> {
         if start < self.now {
             return Err(format!(
                 "start ({start} ps) is in the past; the clock is at {} ps",
                 self.now
             ));
         }
+        Ok(())
+    }
+
+    /// Records a flow its caller has checked and schedules its start; returns its id.
+    /// Its source port is 1024 + id mod `port_span`; `transport` builds its sender from
+    /// its id.
+    fn push_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        size: u64,
+        start: Time,
+        (port_span, dst_port): (u32, u16),
+        transport: impl FnOnce(u32) -> Transport,
+    ) -> u32 {
         let id = self.flows.len() as u32;
         self.flows.push(Flow {
             record: FlowRecord {
@@ -527,14 +528,14 @@ impl Engine {
                 start,
                 ..Default::default()
             },
-            src_port,
+            src_port: (1024 + id % port_span) as u16,
             dst_port,
             priority: 0,
             transport: transport(id),
         });
         self.unfinished_flows += 1;
         self.events.push(start, EventKind::FlowStart { flow: id });
-        Ok(id)
+        id
     }
 
     pub(crate) fn check_hosts(&self, src: u32, dst: u32) -> Result<(), String> {
@@ -1073,24 +1074,11 @@ impl Engine {
                 self.now
             ));
         }
-        let id = self.flows.len() as u32;
-        let rng = Rng::stream(self.seed, Stream::Flow, id as u64);
-        self.flows.push(Flow {
-            record: FlowRecord {
-                src,
-                dst,
-                size,
-                start,
-                ..Default::default()
-            },
-            src_port: (1024 + id % 64_000) as u16,
-            dst_port: 5002,
-            priority: 0,
-            transport: Transport::Bcn(Box::new(BcnSource::new(*cfg, size, stop, rng))),
-        });
-        self.unfinished_flows += 1;
-        self.events.push(start, EventKind::FlowStart { flow: id });
-        Ok(id)
+        let seed = self.seed;
+        Ok(self.push_flow(src, dst, size, start, (64_000, 5002), |id| {
+            let rng = Rng::stream(seed, Stream::Flow, id as u64);
+            Transport::Bcn(Box::new(BcnSource::new(*cfg, size, stop, rng)))
+        }))
     }
 
     /// Drops `pkt` at port `port_id`, counting it there.

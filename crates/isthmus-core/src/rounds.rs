@@ -73,12 +73,7 @@ impl Engine {
         if job.size == 0 {
             return Err("size must be at least 1 byte".into());
         }
-        if start < self.now() {
-            return Err(format!(
-                "start ({start} ps) is in the past; the clock is at {} ps",
-                self.now()
-            ));
-        }
+        self.check_start(start)?;
         let id = self.rounds.jobs.len() as u32;
         self.rounds.jobs.push((job, 0));
         self.rounds.outstanding.push(0);
