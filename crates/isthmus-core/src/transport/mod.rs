@@ -5,6 +5,7 @@
 pub mod bcn;
 pub mod dcqcn;
 pub mod mptcp;
+pub mod reassembly;
 pub mod rtt;
 pub mod tcp;
 pub mod timer;

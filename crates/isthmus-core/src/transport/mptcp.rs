@@ -16,6 +16,7 @@
 //!    data-level cumulative ACK) and reassembles the data in order; the flow is complete
 //!    when every data byte has arrived.
 
+use super::reassembly::OutOfOrder;
 use super::rtt::RttEstimator;
 use super::tcp::{segment, stamp, stamp_of, Io, TcpConfig};
 use super::timer::Timer;
@@ -42,7 +43,7 @@ struct Subflow {
     // receiver
     rcv_open: bool,
     rcv_nxt: u64,
-    out_of_order: Vec<(u64, u64)>,
+    out_of_order: OutOfOrder,
 }
 
 pub struct MptcpFlow {
@@ -55,31 +56,7 @@ pub struct MptcpFlow {
     data_acked: u64,
     // receiver
     data_rcv_nxt: u64,
-    data_ooo: Vec<(u64, u64)>,
-}
-
-fn merge(intervals: &mut Vec<(u64, u64)>, start: u64, end: u64) {
-    let at = intervals.partition_point(|&(s, _)| s < start);
-    intervals.insert(at, (start, end));
-    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(intervals.len());
-    for &(s, e) in intervals.iter() {
-        match merged.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => merged.push((s, e)),
-        }
-    }
-    *intervals = merged;
-}
-
-/// Advances `next` over intervals that now touch it.
-fn absorb(next: &mut u64, intervals: &mut Vec<(u64, u64)>) {
-    while let Some(&(s, e)) = intervals.first() {
-        if s > *next {
-            break;
-        }
-        *next = (*next).max(e);
-        intervals.remove(0);
-    }
+    data_ooo: OutOfOrder,
 }
 
 impl MptcpFlow {
@@ -102,7 +79,7 @@ impl MptcpFlow {
             data_next: 0,
             data_acked: 0,
             data_rcv_nxt: 0,
-            data_ooo: Vec::new(),
+            data_ooo: OutOfOrder::default(),
         }
     }
 
@@ -380,20 +357,17 @@ impl MptcpFlow {
         if start >= 0 {
             let (start, end) = (start as u64, start as u64 + pkt.payload as u64);
             if end > sf.rcv_nxt {
-                merge(&mut sf.out_of_order, start, end);
-                absorb(&mut sf.rcv_nxt, &mut sf.out_of_order);
+                sf.out_of_order.insert(start, end);
+                sf.out_of_order.advance(&mut sf.rcv_nxt);
             }
         }
         let before = self.data_rcv_nxt;
         if pkt.data_seq > self.data_rcv_nxt {
             io.record.out_of_order += 1;
         }
-        merge(
-            &mut self.data_ooo,
-            pkt.data_seq,
-            pkt.data_seq + pkt.payload as u64,
-        );
-        absorb(&mut self.data_rcv_nxt, &mut self.data_ooo);
+        self.data_ooo
+            .insert(pkt.data_seq, pkt.data_seq + pkt.payload as u64);
+        self.data_ooo.advance(&mut self.data_rcv_nxt);
         let mut ack = self.packet(io, i, false, TCP_ACK, 0);
         ack.ack = self.subflows[i].rcv_nxt as u32;
         ack.data_seq = self.data_rcv_nxt;

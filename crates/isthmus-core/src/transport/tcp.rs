@@ -26,6 +26,7 @@
 //! Sequence numbers on the wire are 32-bit and wrap; internally both ends count byte
 //! offsets in 64 bits and unwrap each number against the nearest expected offset.
 
+use super::reassembly::OutOfOrder;
 use super::rtt::RttEstimator;
 use super::timer::Timer;
 use super::{FlowRecord, Outbox};
@@ -203,7 +204,7 @@ pub struct TcpFlow {
     // ---- receiver (on the destination host) ----
     rcv_open: bool,
     rcv_nxt: u64,
-    out_of_order: Vec<(u64, u64)>,
+    out_of_order: OutOfOrder,
     unacked_segments: u32,
     ce_state: bool,
     echo_ts: Option<Time>,
@@ -242,7 +243,7 @@ impl TcpFlow {
             pace_timer: Timer::default(),
             rcv_open: false,
             rcv_nxt: 0,
-            out_of_order: Vec::new(),
+            out_of_order: OutOfOrder::default(),
             unacked_segments: 0,
             ce_state: false,
             echo_ts: None,
@@ -592,20 +593,14 @@ impl TcpFlow {
         let (start, end) = (start as u64, end as u64);
         if start > self.rcv_nxt {
             io.record.out_of_order += 1;
-            self.insert_out_of_order(start, end);
+            self.out_of_order.insert(start, end);
             self.echo_ts = self.echo_ts.or(sent_at);
             self.send_ack(io);
             return false;
         }
         self.rcv_nxt = end;
         let filled_hole = !self.out_of_order.is_empty();
-        while let Some(&(s, e)) = self.out_of_order.first() {
-            if s > self.rcv_nxt {
-                break;
-            }
-            self.rcv_nxt = self.rcv_nxt.max(e);
-            self.out_of_order.remove(0);
-        }
+        self.out_of_order.advance(&mut self.rcv_nxt);
         self.echo_ts = self.echo_ts.or(sent_at);
         self.unacked_segments += 1;
         if filled_hole || self.unacked_segments >= self.cfg.ack_every || self.rcv_nxt >= self.end()
@@ -619,20 +614,6 @@ impl TcpFlow {
             );
         }
         self.record_delivery(io, before)
-    }
-
-    fn insert_out_of_order(&mut self, start: u64, end: u64) {
-        let at = self.out_of_order.partition_point(|&(s, _)| s < start);
-        self.out_of_order.insert(at, (start, end));
-        // Merge neighbours that now touch or overlap.
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.out_of_order.len());
-        for &(s, e) in &self.out_of_order {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
-        }
-        self.out_of_order = merged;
     }
 
     /// Updates the flow record after the in-order point moved from `before`.
