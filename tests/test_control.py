@@ -80,7 +80,7 @@ class Mover(Controller):
 
     def on_start(self):
         for name in ("leaf0", "leaf1", "spine0", "spine1"):
-            self._plane.set_miss(name, "drop")
+            self.set_miss(name, "drop")
         # ACKs come back over spine 0 all along.
         self.install_path(0, ["h2", "leaf1", "spine0", "leaf0", "h0"], 10)
         self.old = self.install_path(0, ["h0", "leaf0", "spine0", "leaf1", "h2"], 10)
@@ -96,20 +96,41 @@ class Mover(Controller):
             self.install_path(0, new_path, 5, extra_delay="100us")
 
 
-@pytest.mark.parametrize("make_before_break", [True, False])
-def test_migration_make_before_break_loses_nothing(make_before_break):
+def migrated(latency: str, transport: str, make_before_break: bool) -> Simulation:
     sim = fabric(ecn_threshold="65pkts")
-    plane = ControlPlane(sim, control_latency="50us")
+    plane = ControlPlane(sim, control_latency=latency)
     plane.add(Mover(make_before_break))
-    sim.add_tcp_flow(0, 2, "20MB", start="200us", transport="dctcp")  # after the paths land
+    # Starts after the paths land; every switch drops on a miss, so a packet that finds
+    # its entry gone is lost.
+    if transport == "udp":
+        sim.add_udp_flow(0, 2, "9Gbps", size="20MB", start="200us", arrivals="constant")
+    else:
+        sim.add_tcp_flow(0, 2, "20MB", start="200us", transport="dctcp")
     assert plane.run("1s", stop_when_flows_finish=True)
-    drops = sim.node_drops()["rule_drops"].sum() + sim.ports()["drop_packets"].sum()
     spine1 = sim.topology.nodes()["name"].index("spine1")
     assert sim.ports()["tx_packets"][sim.ports()["node"] == spine1].sum() > 1000
-    if make_before_break:
-        assert drops == 0
+    return sim
+
+
+@pytest.mark.parametrize("latency", ["0us", "1us", "50us"])
+@pytest.mark.parametrize("transport", ["dctcp", "udp"])
+def test_migration_loses_nothing_at_any_control_latency(latency, transport):
+    sim = migrated(latency, transport, make_before_break=True)
+    drops = sim.node_drops()["rule_drops"].sum() + sim.ports()["drop_packets"].sum()
+    assert drops == 0
+    flows = sim.flows()
+    if transport == "udp":
+        assert flows["packets_delivered"][0] == flows["packets_sent"][0]
     else:
-        assert drops > 0 and sim.flows()["retransmissions"][0] > 0
+        assert flows["retransmissions"][0] == 0
+    # The old path's entries are gone; the reverse path and the new path remain.
+    assert len(sim.entries()["entry"]) == 6
+
+
+def test_break_before_make_loses_packets():
+    sim = migrated("50us", "dctcp", make_before_break=False)
+    drops = sim.node_drops()["rule_drops"].sum() + sim.ports()["drop_packets"].sum()
+    assert drops > 0 and sim.flows()["retransmissions"][0] > 0
 
 
 class Scheduler(Controller):
@@ -166,15 +187,26 @@ def test_agents_see_only_their_switch_and_talk_with_latency():
         "now",
         "neighbours",
         "ports",
+        "queues",
         "entries",
+        "installed",
         "install",
         "delete",
         "select_group",
         "packet_out",
+        "set_ecn",
+        "ecn",
         "send",
     }
     with pytest.raises(AttributeError):
         handle.sim  # noqa: B018
+    # Nor does the agent itself hold anything of the global view.
+    agent = agents["leaf0"]
+    assert not hasattr(agent, "_plane") and not hasattr(agent, "sim")
+    for value in vars(agent).values():
+        assert not isinstance(value, ControlPlane | Simulation), value
+    # Its queue rows are its own ports, numbered locally.
+    assert sorted(set(handle.queues()["port"].tolist())) == [0, 1, 2, 3]
     other = plane.add(Controller()).install("leaf1", 1, dst=0, output=2)
     with pytest.raises(ValueError, match="not on switch 'leaf0'"):
         handle.delete(other)

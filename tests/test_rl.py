@@ -1,6 +1,7 @@
 """The Gymnasium environment: API conformance and that actions act."""
 
 import numpy as np
+import pytest
 from gymnasium.utils.env_checker import check_env
 
 from isthmus.rl import EcnThresholdEnv
@@ -36,3 +37,21 @@ def test_reset_with_a_seed_reproduces_the_episode():
         env.reset(seed=11)
         traces.append([env.step(np.ones(env.action_space.shape, dtype=int))[1] for _ in range(5)])
     assert traces[0] == traces[1]
+
+
+def test_the_time_limit_truncates_and_the_reward_is_utilization_minus_queue():
+    env = EcnThresholdEnv(interval="500us", episode="2ms", queue_weight=0.5)
+    env.reset(seed=2)
+    utilizations = []
+    while True:
+        obs, reward, terminated, truncated, info = env.step(
+            np.zeros(env.action_space.shape, dtype=int)
+        )
+        expected = obs[:, 1].astype(float).mean() - 0.5 * obs[:, 0].astype(float).mean()
+        assert reward == pytest.approx(expected, abs=1e-6)
+        utilizations.append(obs[:, 1].mean())
+        if terminated or truncated:
+            break
+    # The web-search flows are still running at 2 ms: a time limit, not an end state.
+    assert truncated and not terminated and info["time_ps"] == 2_000_000_000
+    assert max(utilizations) > 0.0

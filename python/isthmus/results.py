@@ -93,6 +93,8 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
         "packets_dropped": int(ports["drop_packets"].sum()),
         "packets_unroutable": int(sim.node_drops()["unroutable"].sum()),
         "packets_dropped_by_rules": int(sim.node_drops()["rule_drops"].sum()),
+        # Packets whose time-to-live ran out: each was caught in a forwarding loop.
+        "loops": int(sim.node_drops()["ttl_drops"].sum()),
         "ecn_marks": int(ports["ecn_marks"].sum()),
         "max_switch_queue_packets": int(ports["max_queue_packets"][is_switch].max(initial=0)),
         "mean_queue_wait_us": float(ports["wait_ps"].sum() / tx_packets / 1e6)

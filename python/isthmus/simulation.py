@@ -60,7 +60,10 @@ class Simulation:
     switch ingress (e.g. ("30KB", "15KB", [0])). `bcn` puts BCN congestion points on
     switch ports: a dict with any of pm (0.01), q_eq (20), q_sc (90), w (2), queue
     thresholds in packets (the IBCN paper's values by default). `tcp` overrides TCP,
-    DCTCP and MPTCP parameters (a `TcpParams` or a dict of its fields)."""
+    DCTCP and MPTCP parameters (a `TcpParams` or a dict of its fields). Packets leave
+    their host with `ttl` hops to live (IP's 64): every switch takes one, and a packet
+    with none left is dropped and counted (`node_drops()["ttl_drops"]`), so a
+    forwarding loop shows up instead of circulating forever."""
 
     def __init__(
         self,
@@ -79,13 +82,18 @@ class Simulation:
         pfc: tuple[str, str, list[int]] | None = None,
         bcn: dict | None = None,
         tcp: TcpParams | dict | None = None,
+        ttl: int = 64,
     ):
         if routing not in ROUTING_POLICIES:
             raise ValueError(
                 f"unknown routing {routing!r}; choose one of {', '.join(ROUTING_POLICIES)}"
             )
-        if seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+            raise ValueError(f"seed must be an integer in 0..2^64-1, got {seed!r}")
+        if isinstance(ttl, bool) or not isinstance(ttl, int) or not 1 <= ttl <= 255:
+            raise ValueError(
+                f"ttl must be an integer in 1..255 (switches a packet may cross), got {ttl!r}"
+            )
         self.topology = topology
         self.seed = seed
         self.tcp = TcpParams.model_validate(tcp or {})
@@ -103,6 +111,7 @@ class Simulation:
             (size_bytes(shared_buffer), buffer_alpha) if shared_buffer is not None else None,
             _pfc(pfc),
             _bcn(bcn),
+            ttl,
         )
 
     # ---- traffic -----------------------------------------------------------------
@@ -419,10 +428,11 @@ class Simulation:
         """Per-flow columns; times in ps and -1 where the event has not happened."""
         return self._engine.flow_table()
 
-    def queues(self) -> dict[str, np.ndarray]:
+    def queues(self, node: int | str | None = None) -> dict[str, np.ndarray]:
         """One row per (port, class): waiting packets and bytes, packets in and out,
-        drops by cause (buffer, AQM), AQM marks, total sojourn, flows waiting (FQ)."""
-        return self._engine.queue_table()
+        drops by cause (buffer, AQM), AQM marks, total sojourn, flows waiting (FQ);
+        with `node`, only that node's ports."""
+        return self._engine.queue_table(None if node is None else self.node_index(node))
 
     def configure_queue(
         self, switch: int | str, *, limit: str, scheduler=None, aqm=None, port: int | None = None
@@ -433,9 +443,21 @@ class Simulation:
             0, self.node_index(switch), queue_config(limit, scheduler, aqm), port
         )
 
-    def ports(self) -> dict[str, np.ndarray]:
-        """Per-port columns: one row per egress port, with its node, peer and counters."""
-        return self._engine.port_table()
+    def ports(self, node: int | str | None = None) -> dict[str, np.ndarray]:
+        """Per-port columns: one row per egress port, with its node, peer and counters;
+        with `node`, only that node's ports, in port order (read without the rest)."""
+        return self._engine.port_table(None if node is None else self.node_index(node))
+
+    def port_queue_config(self, node: int | str, port: int) -> dict:
+        """The queueing (limit, scheduler, AQM) of local port `port` of `node`."""
+        if isinstance(port, bool) or not isinstance(port, int) or port < 0:
+            raise ValueError(f"port must be a non-negative integer, got {port!r}")
+        return self._engine.queue_config(self._engine.global_port(self.node_index(node), port))
+
+    def entries(self) -> dict[str, np.ndarray]:
+        """Every installed flow entry: switch, entry, priority, packets, bytes,
+        installed_ps, last_used_ps."""
+        return self._engine.entry_table()
 
     def samples(self) -> dict[str, np.ndarray] | None:
         """The sampled time series (None unless `sample_interval` was given): `time_ps`
@@ -443,6 +465,7 @@ class Simulation:
         return self._engine.samples()
 
     def node_drops(self) -> dict[str, np.ndarray]:
-        """Packets each node dropped: `unroutable` (no route) and `rule_drops` (a drop
-        rule, a drop-on-miss, a meter, or a packet-in nobody took)."""
+        """Packets each node dropped: `unroutable` (no route), `rule_drops` (a drop
+        rule, a drop-on-miss, a meter, or a packet-in nobody took) and `ttl_drops`
+        (time-to-live ran out: a forwarding loop)."""
         return self._engine.node_drops()

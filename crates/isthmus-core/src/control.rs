@@ -8,7 +8,15 @@
 //! reply take effect `latency` later, in issue order.
 
 use crate::flowtable::{FlowAction, FlowMatch, Group, RemovalReason};
-use crate::units::{Rate, Time};
+use crate::units::{Limit, Rate, Time, SEC};
+
+/// Marks id `id` in a growable list of flags.
+fn mark(flags: &mut Vec<bool>, id: u32) {
+    if flags.len() <= id as usize {
+        flags.resize(id as usize + 1, false);
+    }
+    flags[id as usize] = true;
+}
 
 /// Something a controller is told about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +129,14 @@ pub enum Command {
         port: Option<u16>,
         config: crate::queue::QueueConfig,
     },
+    /// Take a migrated flow off its old path without losing what is on it: the first
+    /// entry of `entries` (the path's first hop, which no new packet may take) goes at
+    /// once; the others stay until the flow's packets already past the first hop have
+    /// left the path, then go too.
+    RetirePath {
+        flow: u32,
+        entries: Vec<(u32, u32)>,
+    },
 }
 
 use crate::engine::{Buffered, ControlTimer, Engine};
@@ -164,7 +180,8 @@ impl Engine {
         std::mem::take(&mut self.control_events)
     }
 
-    /// A control timer firing first at `first`, then every `period` if given.
+    /// A control timer firing first at `first`, then every `period` if given. Ids are
+    /// never reused: a one-shot timer's id names that timer alone, even after it fired.
     pub fn add_control_timer(&mut self, first: Time, period: Option<Time>) -> Result<u32, String> {
         if first < self.now() {
             return Err(format!(
@@ -175,28 +192,45 @@ impl Engine {
         if period == Some(0) {
             return Err("a timer's period must be greater than zero".into());
         }
-        let id = self.control_timers.len() as u32;
-        self.control_timers.push(ControlTimer {
-            period,
-            active: true,
-        });
+        let id = self.next_timer_id;
+        self.next_timer_id = id
+            .checked_add(1)
+            .ok_or("the run has used up the 2^32 control timer ids")?;
+        self.control_timers.insert(
+            id,
+            ControlTimer {
+                period,
+                active: true,
+            },
+        );
         self.events
             .push(first, EventKind::ControlTick { timer: id });
         Ok(id)
     }
 
+    /// Stops a timer; cancelling one that already fired its last time does nothing.
     pub fn cancel_control_timer(&mut self, timer: u32) -> Result<(), String> {
-        let t = self
-            .control_timers
-            .get_mut(timer as usize)
-            .ok_or_else(|| format!("no control timer {timer}"))?;
-        t.active = false;
+        if timer >= self.next_timer_id {
+            return Err(format!("no control timer {timer}"));
+        }
+        if let Some(t) = self.control_timers.get_mut(&timer) {
+            // Its pending tick removes it when it comes due.
+            t.active = false;
+        }
         Ok(())
     }
 
+    /// Timers that can still fire (or whose last tick is still pending).
+    pub fn live_control_timers(&self) -> usize {
+        self.control_timers.len()
+    }
+
     pub(crate) fn on_control_tick(&mut self, timer: u32) {
-        let t = self.control_timers[timer as usize];
+        let Some(&t) = self.control_timers.get(&timer) else {
+            return;
+        };
         if !t.active {
+            self.control_timers.remove(&timer);
             return;
         }
         if self.control_attached {
@@ -207,7 +241,9 @@ impl Engine {
             Some(period) => self
                 .events
                 .push(self.now() + period, EventKind::ControlTick { timer }),
-            None => self.control_timers[timer as usize].active = false,
+            None => {
+                self.control_timers.remove(&timer);
+            }
         }
     }
 
@@ -304,9 +340,7 @@ impl Engine {
                 ..
             } => {
                 self.check_switch(*switch)?;
-                if let Forward::Output(p) = action.forward {
-                    self.check_port(*switch, p)?;
-                }
+                self.check_action(*switch, action)?;
                 if *idle_timeout == Some(0) || *hard_timeout == Some(0) {
                     return Err(
                         "a timeout must be greater than zero (leave it out for none)".into(),
@@ -317,10 +351,14 @@ impl Engine {
             Command::DeleteEntry { switch, .. } => self.check_switch(*switch),
             Command::ModifyEntry { switch, action, .. } => {
                 self.check_switch(*switch)?;
-                match action.forward {
-                    Forward::Output(p) => self.check_port(*switch, p),
-                    _ => Ok(()),
+                self.check_action(*switch, action)
+            }
+            Command::RetirePath { flow, entries } => {
+                self.check_flow(*flow)?;
+                if entries.is_empty() {
+                    return Err("a path to retire needs at least one (switch, entry)".into());
                 }
+                entries.iter().try_for_each(|&(s, _)| self.check_switch(s))
             }
             Command::SetGroup {
                 switch, group_def, ..
@@ -421,9 +459,56 @@ impl Engine {
         }
     }
 
+    /// An action may only use ports the switch has and groups and meters already
+    /// defined on it (or whose definition is on its way): an undefined one would drop
+    /// every packet that takes the entry, silently.
+    fn check_action(&self, switch: u32, action: &FlowAction) -> Result<(), String> {
+        let node = &self.nodes[switch as usize];
+        let name = &self.topology().nodes[switch as usize].name;
+        match action.forward {
+            Forward::Output(p) => self.check_port(switch, p)?,
+            Forward::Group(g)
+                if !node
+                    .declared_groups
+                    .get(g as usize)
+                    .copied()
+                    .unwrap_or(false) =>
+            {
+                return Err(format!(
+                    "group {g} is not defined on switch '{name}': define it (select_group or \
+                     failover_group) before an entry uses it"
+                ))
+            }
+            _ => {}
+        }
+        if let Some(m) = action.meter {
+            if !node
+                .declared_meters
+                .get(m as usize)
+                .copied()
+                .unwrap_or(false)
+            {
+                return Err(format!(
+                    "meter {m} is not defined on switch '{name}': define it (meter) before an \
+                     entry uses it"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Issues a command that takes effect after `delay` (0: at once).
     pub fn issue(&mut self, delay: Time, cmd: Command) -> Result<(), String> {
         self.validate(&cmd)?;
+        match &cmd {
+            Command::SetGroup { switch, group, .. } => {
+                mark(&mut self.nodes[*switch as usize].declared_groups, *group)
+            }
+            Command::SetMeter { switch, meter, .. } => {
+                mark(&mut self.nodes[*switch as usize].declared_meters, *meter)
+            }
+            _ => {}
+        }
         if let Command::PacketOut { buffer, .. }
         | Command::DropBuffer { buffer }
         | Command::FloodOut { buffer } = cmd
@@ -489,11 +574,7 @@ impl Engine {
             } => {
                 self.nodes[switch as usize].table.set_action(entry, action);
             }
-            Command::DeleteEntry { switch, entry } => {
-                if let Some(e) = self.nodes[switch as usize].table.remove(entry) {
-                    self.report_removal(switch, &e, RemovalReason::Deleted);
-                }
-            }
+            Command::DeleteEntry { switch, entry } => self.delete_entry(switch, entry),
             Command::SetGroup {
                 switch,
                 group,
@@ -566,6 +647,7 @@ impl Engine {
                 self.set_bcn_queue(global, queue)
                     .expect("validated when issued");
             }
+            Command::RetirePath { flow, entries } => self.retire_path(flow, entries),
             Command::ConfigureQueue {
                 switch,
                 port,
@@ -603,6 +685,91 @@ impl Engine {
             c.drop_packets += 1;
             c.drop_bytes += size;
             self.drop_packet(pkt);
+        }
+    }
+
+    /// Removes the first entry of a migrated flow's old path now and the rest once the
+    /// path has drained. The wait is the path's worst-case transit: per hop, a full
+    /// egress buffer plus one packet at line rate, and the link's propagation. Then the
+    /// queues the entries send to are searched for the flow's packets (a scheduler that
+    /// starves the flow's class can hold one longer); while one is found, it waits again.
+    fn retire_path(&mut self, flow: u32, entries: Vec<(u32, u32)>) {
+        let (first_switch, first_entry) = entries[0];
+        self.delete_entry(first_switch, first_entry);
+        let rest: Vec<(u32, u32)> = entries[1..].to_vec();
+        if rest.is_empty() {
+            return;
+        }
+        let wait = entries
+            .iter()
+            .map(|&(s, e)| {
+                self.entry_ports(s, e)
+                    .into_iter()
+                    .map(|p| self.worst_transit(p))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .sum::<Time>()
+            .max(1);
+        let slot = self.draining.insert(crate::engine::Draining {
+            flow,
+            entries: rest,
+            wait,
+        });
+        self.events
+            .push(self.now() + wait, EventKind::DrainCheck { slot });
+    }
+
+    pub(crate) fn on_drain_check(&mut self, slot: u32) {
+        let draining = self.draining.get(slot).expect("a pending drain").clone();
+        let held = draining.entries.iter().any(|&(s, e)| {
+            self.entry_ports(s, e).into_iter().any(|p| {
+                self.ports[p as usize]
+                    .queue
+                    .packets()
+                    .iter()
+                    .any(|&pkt| self.arena.get(pkt).flow == draining.flow)
+            })
+        });
+        if held {
+            self.events
+                .push(self.now() + draining.wait, EventKind::DrainCheck { slot });
+            return;
+        }
+        self.draining.take(slot);
+        for (s, e) in draining.entries {
+            self.delete_entry(s, e);
+        }
+    }
+
+    /// The egress ports (global ids) an entry can send to: its output port, or every
+    /// port of the switch for any other action.
+    fn entry_ports(&self, switch: u32, entry: u32) -> Vec<PortId> {
+        let node = &self.nodes[switch as usize];
+        match node.table.get(entry).map(|e| e.action.forward) {
+            None => Vec::new(),
+            Some(Forward::Output(p)) => vec![node.first_port + p as u32],
+            Some(_) => (node.first_port..node.first_port + node.num_ports as u32).collect(),
+        }
+    }
+
+    /// The longest a packet can take from entering `port`'s queue to reaching the next
+    /// node, if the queue serves in arrival order.
+    fn worst_transit(&self, port: PortId) -> Time {
+        const MTU: u64 = 1500;
+        let p = &self.ports[port as usize];
+        let buffer = match p.queue.config.limit {
+            Limit::Packets(n) => n.saturating_mul(MTU),
+            Limit::Bytes(b) => b,
+        };
+        let bits = (buffer.saturating_add(MTU) as u128) * 8 * SEC as u128;
+        let serialise = (bits / p.rate.max(1) as u128).min(Time::MAX as u128 / 4) as Time;
+        serialise + p.delay
+    }
+
+    fn delete_entry(&mut self, switch: u32, entry: u32) {
+        if let Some(e) = self.nodes[switch as usize].table.remove(entry) {
+            self.report_removal(switch, &e, RemovalReason::Deleted);
         }
     }
 
@@ -683,7 +850,19 @@ impl Engine {
         self.nodes
             .iter()
             .enumerate()
-            .flat_map(|(i, n)| n.table.entries().iter().map(move |e| (i as u32, e)))
+            .flat_map(|(i, n)| n.table.entries().into_iter().map(move |e| (i as u32, e)))
+    }
+
+    /// Switch `switch`'s entries in match order.
+    pub fn switch_entries(&self, switch: u32) -> Result<Vec<&FlowEntry>, String> {
+        self.check_switch(switch)?;
+        Ok(self.nodes[switch as usize].table.entries())
+    }
+
+    /// How many entries switch `switch` holds.
+    pub fn entry_count(&self, switch: u32) -> Result<usize, String> {
+        self.check_switch(switch)?;
+        Ok(self.nodes[switch as usize].table.len())
     }
 
     /// Packets waiting in packet-in buffers.

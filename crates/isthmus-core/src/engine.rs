@@ -53,7 +53,12 @@ pub struct EngineConfig {
     pub pfc: Option<Pfc>,
     /// BCN congestion points at every switch egress.
     pub bcn: Option<BcnPointConfig>,
+    /// The time-to-live packets leave their host with (switches they may cross).
+    pub ttl: u8,
 }
+
+/// IP's customary initial time-to-live.
+pub const DEFAULT_TTL: u8 = 64;
 
 /// IEEE 802.1Qbb priority flow control: when the bytes a switch holds that arrived
 /// through one port in a lossless priority exceed `xoff`, the switch pauses that
@@ -89,6 +94,7 @@ impl Default for EngineConfig {
             shared_buffer: None,
             pfc: None,
             bcn: None,
+            ttl: DEFAULT_TTL,
         }
     }
 }
@@ -166,6 +172,12 @@ pub struct NodeState {
     pub unroutable: u64,
     /// Packets dropped here by a rule: a drop action, a drop-on-miss, or a meter.
     pub rule_drops: u64,
+    /// Packets dropped here because their time-to-live ran out (a forwarding loop).
+    pub ttl_drops: u64,
+    /// Groups and meters defined here or on their way (commands issued): entries may
+    /// only use these.
+    pub(crate) declared_groups: Vec<bool>,
+    pub(crate) declared_meters: Vec<bool>,
 }
 
 /// A packet held at a switch while the controller decides about it.
@@ -183,6 +195,16 @@ pub(crate) struct Buffered {
 pub(crate) struct ControlTimer {
     pub period: Option<Time>,
     pub active: bool,
+}
+
+/// Old entries of a migrated flow waiting for the packets already on the old path to
+/// leave it before they are removed.
+#[derive(Clone, Debug)]
+pub(crate) struct Draining {
+    pub flow: u32,
+    pub entries: Vec<(u32, u32)>,
+    /// How long one wait lasts: the old path's worst-case transit (see control.rs).
+    pub wait: Time,
 }
 
 /// Parameters of a UDP flow.
@@ -227,7 +249,11 @@ pub struct Engine {
     pub(crate) control_attached: bool,
     pub(crate) buffers: Slab<Buffered>,
     pub(crate) pending_commands: Slab<crate::control::Command>,
-    pub(crate) control_timers: Vec<ControlTimer>,
+    /// Live timers by id; ids are never reused, and a timer leaves the map once it can
+    /// fire no more, so long runs with many one-shot timers stay flat.
+    pub(crate) control_timers: crate::flowtable::KeyMap<u32, ControlTimer>,
+    pub(crate) next_timer_id: u32,
+    pub(crate) draining: Slab<Draining>,
     pub(crate) next_entry_id: u32,
     unfinished_flows: usize,
     pub(crate) rounds: crate::rounds::RoundJobs,
@@ -261,6 +287,9 @@ impl Engine {
                 flood_ports: None,
                 unroutable: 0,
                 rule_drops: 0,
+                ttl_drops: 0,
+                declared_groups: Vec::new(),
+                declared_meters: Vec::new(),
             });
             address += host as u32;
             next_port += adjacency[i].len() as u32;
@@ -338,7 +367,9 @@ impl Engine {
             control_attached: false,
             buffers: Slab::default(),
             pending_commands: Slab::default(),
-            control_timers: Vec::new(),
+            control_timers: Default::default(),
+            next_timer_id: 0,
+            draining: Slab::default(),
             next_entry_id: 0,
             unfinished_flows: 0,
             rounds: Default::default(),
@@ -531,6 +562,7 @@ impl Engine {
             src_port: (1024 + id % port_span) as u16,
             dst_port,
             priority: 0,
+            settled: false,
             transport: transport(id),
         });
         self.unfinished_flows += 1;
@@ -642,6 +674,7 @@ impl Engine {
             EventKind::Command { slot } => self.on_command_due(slot),
             EventKind::EntryTimeout { node, entry } => self.on_entry_timeout(node, entry),
             EventKind::Pfc { port, frame } => self.on_pfc_frame(port, frame),
+            EventKind::DrainCheck { slot } => self.on_drain_check(slot),
         }
     }
 
@@ -716,6 +749,7 @@ impl Engine {
     fn inject(&mut self, pkt: PacketId) {
         let packet = self.arena.get_mut(pkt);
         packet.ingress = u32::MAX;
+        packet.ttl = self.config.ttl;
         let src = packet.src;
         let host = self.topology.hosts[src as usize];
         self.forward(host, u16::MAX, pkt);
@@ -740,6 +774,12 @@ impl Engine {
             }
         } else {
             let packet = self.arena.get_mut(pkt);
+            if packet.ttl <= 1 {
+                self.nodes[node as usize].ttl_drops += 1;
+                self.drop_packet(pkt);
+                return;
+            }
+            packet.ttl -= 1;
             packet.ingress = port;
             packet.pfc_held = false;
             self.forward(node, local, pkt);
@@ -1040,7 +1080,9 @@ impl Engine {
         };
         self.flows[frame.flow as usize].record.packets_sent += 1;
         let id = self.arena.alloc(frame);
-        self.arena.get_mut(id).ingress = u32::MAX;
+        let frame = self.arena.get_mut(id);
+        frame.ingress = u32::MAX;
+        frame.ttl = self.config.ttl;
         self.forward(node, u16::MAX, id);
     }
 
@@ -1246,6 +1288,11 @@ impl Engine {
     }
 
     /// Packet arrivals at nodes (one per link traversal).
+    /// A live packet's header, for audits and tests.
+    pub fn packet(&self, pkt: PacketId) -> &Packet {
+        self.arena.get(pkt)
+    }
+
     pub fn packet_hops(&self) -> u64 {
         self.packet_hops
     }

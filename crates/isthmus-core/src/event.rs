@@ -41,6 +41,9 @@ pub enum EventKind {
     /// A PFC frame reaches egress port `port`: pause (or resume) priority `frame & 0xff`
     /// when bit 8 is set (clear).
     Pfc { port: PortId, frame: u32 },
+    /// Time to see whether a migrated flow's old path (`slot` of the engine's draining
+    /// list) has emptied.
+    DrainCheck { slot: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -119,7 +119,11 @@ pub fn choose(
     let n = choices.len() as u64;
     let index = match policy {
         RoutingPolicy::Ecmp => reduce(mix64(pkt.five_tuple_key() ^ salt), n),
-        RoutingPolicy::SinglePath => reduce(mix64((pkt.src as u64) << 32 | pkt.dst as u64), n),
+        // Salted per switch like ECMP, so host pairs spread over every path rather than
+        // all switches making the same choice for the same pair.
+        RoutingPolicy::SinglePath => {
+            reduce(mix64(((pkt.src as u64) << 32 | pkt.dst as u64) ^ salt), n)
+        }
         RoutingPolicy::Spray => rng.below(n),
     };
     choices[index as usize]

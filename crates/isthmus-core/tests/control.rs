@@ -620,3 +620,172 @@ fn a_modified_entry_keeps_its_counters_and_changes_its_action() {
     let (_, installed) = e.entries().find(|(_, x)| x.id == entry).unwrap();
     assert_eq!(installed.packets, 20);
 }
+
+/// Moves flow 0 -> 2 from spine 0 to spine 1 while leaf 0's uplink to spine 0 is
+/// congested by a second flow (1 -> 3, UDP at 7 Gb/s), so the old path holds a long
+/// queue with the moved flow's packets in it. Every switch drops on a table miss, so a packet that finds
+/// its entry gone is lost (counted as a rule drop). `retire`: the engine's RetirePath;
+/// otherwise every old entry is deleted at once. Returns (rule drops, entries left).
+fn migrate_under_load(latency: u64, tcp: bool, retire: bool) -> (u64, usize) {
+    let mut e = fabric();
+    let names = ["leaf0", "leaf1", "spine0", "spine1"];
+    for name in names {
+        let n = node(&e, name);
+        e.set_miss(n, Miss::Drop).unwrap();
+    }
+    let (leaf0, leaf1, spine0) = (node(&e, "leaf0"), node(&e, "leaf1"), node(&e, "spine0"));
+    let flow = if tcp {
+        e.add_tcp_flow(0, 2, 10_000_000, 0, &TcpConfig::default())
+            .unwrap()
+    } else {
+        e.add_udp_flow(0, 2, udp(4 * G, 0)).unwrap()
+    };
+    let background = e
+        .add_udp_flow(
+            1,
+            3,
+            UdpFlowSpec {
+                stop: 20 * MS,
+                ..udp(7 * G, 0)
+            },
+        )
+        .unwrap();
+    // Reverse path (ACKs) over spine 0; the background flow over spine 0 too.
+    for (sw, port) in [(leaf1, 2), (spine0, 0), (leaf0, 0)] {
+        e.add_entry(0, sw, 10, of_flow(flow, 2), out(port), None, None)
+            .unwrap();
+    }
+    for (sw, port) in [(leaf0, 2), (spine0, 1), (leaf1, 1)] {
+        e.add_entry(0, sw, 10, of_flow(background, 1), out(port), None, None)
+            .unwrap();
+    }
+    let old = install_path(&mut e, 0, flow, 0, 10);
+    // Both flows share leaf 0's uplink to spine 0 (more than 10 Gb/s offered into 10):
+    // move the flow once 20 of its packets wait there.
+    let uplink = e.nodes[leaf0 as usize].first_port + 2;
+    let queued_of_flow = |e: &Engine| {
+        let queue = e.ports[uplink as usize].queue.packets();
+        queue.iter().filter(|&&p| e.packet(p).flow == flow).count()
+    };
+    let mut t = MS;
+    while queued_of_flow(&e) < 20 {
+        t += 10 * US;
+        assert!(t < 10 * MS, "the old path never held a queue of the flow");
+        e.run_until(t);
+    }
+    install_path(&mut e, latency, flow, 1, 5);
+    if retire {
+        e.issue(3 * latency, Command::RetirePath { flow, entries: old })
+            .unwrap();
+    } else {
+        for (sw, entry) in old {
+            e.issue(3 * latency, Command::DeleteEntry { switch: sw, entry })
+                .unwrap();
+        }
+    }
+    e.run_until(40 * MS);
+    if tcp {
+        assert_eq!(e.flows().next().unwrap().bytes_delivered, 10_000_000);
+    }
+    let left: usize = names
+        .iter()
+        .map(|n| e.entry_count(node(&e, n)).unwrap())
+        .sum();
+    (e.nodes.iter().map(|n| n.rule_drops).sum(), left)
+}
+
+#[test]
+fn retiring_a_path_loses_nothing_at_any_control_latency() {
+    for latency in [0, US, 50 * US] {
+        for tcp in [false, true] {
+            let (drops, left) = migrate_under_load(latency, tcp, true);
+            assert_eq!(drops, 0, "latency {latency} ps, tcp {tcp}");
+            // 3 reverse + 3 background + 3 new entries; the old path's are all gone.
+            assert_eq!(left, 9, "latency {latency} ps, tcp {tcp}");
+        }
+    }
+    // Deleting the old path at once drops what was still queued on it.
+    let (drops, _) = migrate_under_load(0, false, false);
+    assert!(drops >= 20, "{drops}");
+}
+
+#[test]
+fn a_forwarding_loop_ends_by_time_to_live() {
+    let mut e = fabric();
+    let (leaf0, spine0) = (node(&e, "leaf0"), node(&e, "spine0"));
+    // leaf0 sends everything for host 2 up to spine 0, which sends it straight back.
+    let to_host2 = FlowMatch {
+        dst: Some(2),
+        ..Default::default()
+    };
+    e.add_entry(0, leaf0, 10, to_host2.clone(), out(2), None, None)
+        .unwrap();
+    e.add_entry(0, spine0, 10, to_host2, out(0), None, None)
+        .unwrap();
+    e.add_udp_flow(0, 2, udp(G, 10 * 1472)).unwrap();
+    e.run_until(10 * MS);
+    let ttl_drops: u64 = e.nodes.iter().map(|n| n.ttl_drops).sum();
+    assert_eq!(ttl_drops, 10, "every packet of the flow dies in the loop");
+    // Each reached 64 switches: 63 forwarded it, the 64th dropped it.
+    assert_eq!(e.packet_hops(), 10 * 64);
+}
+
+#[test]
+fn entries_may_only_use_groups_and_meters_that_exist() {
+    let mut e = fabric();
+    let leaf0 = node(&e, "leaf0");
+    let group = FlowAction::forward(Forward::Group(3));
+    let err = e
+        .add_entry(0, leaf0, 1, FlowMatch::default(), group, None, None)
+        .unwrap_err();
+    assert!(
+        err.contains("group 3 is not defined on switch 'leaf0'"),
+        "{err}"
+    );
+    let metered = FlowAction {
+        meter: Some(1),
+        ..out(2)
+    };
+    let err = e
+        .add_entry(0, leaf0, 1, FlowMatch::default(), metered, None, None)
+        .unwrap_err();
+    assert!(err.contains("meter 1 is not defined"), "{err}");
+    // Defined in the same batch, with a latency: the definition is on its way, fine.
+    e.issue(
+        5 * US,
+        Command::SetGroup {
+            switch: leaf0,
+            group: 3,
+            group_def: Group::Select {
+                ports: vec![2, 3],
+                weights: vec![1, 1],
+            },
+        },
+    )
+    .unwrap();
+    e.add_entry(5 * US, leaf0, 1, FlowMatch::default(), group, None, None)
+        .unwrap();
+}
+
+#[test]
+fn fired_and_cancelled_timers_are_freed_and_ids_never_reused() {
+    let mut e = fabric();
+    e.attach_control(true);
+    let mut ids = std::collections::HashSet::new();
+    for round in 0..1000u64 {
+        let a = e.add_control_timer(round * US, None).unwrap();
+        let b = e.add_control_timer(round * US, Some(US)).unwrap();
+        assert!(ids.insert(a) && ids.insert(b));
+        e.cancel_control_timer(b).unwrap();
+        while e.run_until_control((round + 1) * US, false) {
+            e.take_control_events();
+        }
+        assert!(e.live_control_timers() <= 2, "{}", e.live_control_timers());
+    }
+    assert_eq!(e.live_control_timers(), 0);
+    assert!(
+        e.cancel_control_timer(5).is_ok(),
+        "cancelling a fired timer is harmless"
+    );
+    assert!(e.cancel_control_timer(99_999).is_err());
+}

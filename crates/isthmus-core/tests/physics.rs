@@ -193,6 +193,7 @@ fn random_engine_seeded(layout: u64, seed: u64, sample_interval: Option<u64>) ->
         shared_buffer: None,
         pfc: None,
         bcn: None,
+        ttl: isthmus_core::engine::DEFAULT_TTL,
     };
     let mut e = Engine::new(topo, config, seed);
     for _ in 0..3 * hosts {

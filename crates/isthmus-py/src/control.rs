@@ -214,6 +214,22 @@ impl Engine {
         self.inner.cancel_control_timer(timer).map_err(value_error)
     }
 
+    /// Timers that can still fire.
+    fn live_control_timers(&self) -> usize {
+        self.inner.live_control_timers()
+    }
+
+    /// Retires a migrated flow's old path after `delay`: the first (switch, entry) at
+    /// once, the rest when the flow's packets on the path have left it.
+    fn retire_path(&mut self, delay: u64, flow: u32, entries: Vec<(u32, u32)>) -> PyResult<()> {
+        self.issue(delay, Command::RetirePath { flow, entries })
+    }
+
+    /// Flow entries a switch holds now.
+    fn entry_count(&self, switch: u32) -> PyResult<usize> {
+        self.inner.entry_count(switch).map_err(value_error)
+    }
+
     /// "route", "controller" or "drop": what `switch` does on a table miss.
     fn set_miss(&mut self, switch: u32, miss: &str) -> PyResult<()> {
         let miss = Miss::parse(miss).map_err(value_error)?;
@@ -419,10 +435,24 @@ impl Engine {
         self.issue(delay, Command::SetLink { link, up })
     }
 
-    /// Every installed entry: switch, entry, priority, packets, bytes, installed_ps,
-    /// last_used_ps.
-    fn entry_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let rows: Vec<_> = self.inner.entries().collect();
+    /// Every installed entry (with `switch`, that switch's only): switch, entry,
+    /// priority, packets, bytes, installed_ps, last_used_ps.
+    #[pyo3(signature = (switch=None))]
+    fn entry_table<'py>(
+        &self,
+        py: Python<'py>,
+        switch: Option<u32>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let rows: Vec<_> = match switch {
+            None => self.inner.entries().collect(),
+            Some(s) => self
+                .inner
+                .switch_entries(s)
+                .map_err(value_error)?
+                .into_iter()
+                .map(|e| (s, e))
+                .collect(),
+        };
         macro_rules! col {
             ($f:expr) => {
                 column(py, rows.iter().map($f).collect::<Vec<_>>())

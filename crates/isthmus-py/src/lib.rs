@@ -547,10 +547,43 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// The global ids of `node`'s ports, or of every port.
+    pub(crate) fn port_range(&self, node: Option<u32>) -> PyResult<std::ops::Range<usize>> {
+        match node {
+            None => Ok(0..self.inner.ports.len()),
+            Some(n) => {
+                let state = self
+                    .inner
+                    .nodes
+                    .get(n as usize)
+                    .ok_or_else(|| value_error(format!("node {n} does not exist")))?;
+                let first = state.first_port as usize;
+                Ok(first..first + state.num_ports as usize)
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl Engine {
+    /// The global id of local port `port` of `node`.
+    fn global_port(&self, node: u32, port: usize) -> PyResult<usize> {
+        let range = self.port_range(Some(node))?;
+        if port >= range.len() {
+            return Err(value_error(format!(
+                "port {port} does not exist on node {node} (it has ports 0..{})",
+                range.len().saturating_sub(1)
+            )));
+        }
+        Ok(range.start + port)
+    }
+}
+
 #[pymethods]
 impl Engine {
     #[new]
-    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None, shared_buffer=None, pfc=None, bcn=None))]
+    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None, shared_buffer=None, pfc=None, bcn=None, ttl=isthmus_core::engine::DEFAULT_TTL))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         topology: &Topology,
@@ -562,7 +595,13 @@ impl Engine {
         shared_buffer: Option<(u64, f64)>,
         pfc: Option<(u64, u64, u8)>,
         bcn: Option<(f64, f64, f64, f64)>,
+        ttl: u8,
     ) -> PyResult<Self> {
+        if ttl == 0 {
+            return Err(value_error(
+                "ttl must be at least 1 (switches a packet may cross)",
+            ));
+        }
         if let Some((pm, q_eq, q_sc, w)) = bcn {
             if !(pm > 0.0 && pm <= 1.0) || q_eq < 0.0 || q_sc <= q_eq || w < 0.0 {
                 return Err(value_error(
@@ -586,6 +625,7 @@ impl Engine {
             return Err(value_error("sample_interval must be greater than zero"));
         }
         let config = EngineConfig {
+            ttl,
             host_queue: queue::queue_config_from(host_queue)?,
             switch_queue: queue::queue_config_from(switch_queue)?,
             routing: RoutingPolicy::parse(routing).map_err(value_error)?,
@@ -939,15 +979,18 @@ impl Engine {
         self.inner.next_event_time()
     }
 
-    /// Per-port columns (one row per port, ports numbered node by node).
-    fn port_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let p = &self.inner.ports;
+    /// Per-port columns (one row per port, ports numbered node by node); with `node`,
+    /// that node's ports only, read without touching the others.
+    #[pyo3(signature = (node=None))]
+    fn port_table<'py>(&self, py: Python<'py>, node: Option<u32>) -> PyResult<Bound<'py, PyDict>> {
+        let all = &self.inner.ports;
+        let p = &all[self.port_range(node)?];
         macro_rules! col {
             ($f:expr) => {
                 column(py, p.iter().map($f).collect::<Vec<_>>())
             };
         }
-        let peer_node = col!(|x| p[x.peer as usize].node);
+        let peer_node = col!(|x| all[x.peer as usize].node);
         dict_of(
             py,
             vec![
@@ -1026,6 +1069,10 @@ impl Engine {
                     "rule_drops",
                     column(py, n.iter().map(|x| x.rule_drops).collect::<Vec<_>>()),
                 ),
+                (
+                    "ttl_drops",
+                    column(py, n.iter().map(|x| x.ttl_drops).collect::<Vec<_>>()),
+                ),
             ],
         )
     }
@@ -1072,5 +1119,16 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flow_workload, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_senders, m)?)?;
     m.add_function(wrap_pyfunction!(sample_sizes, m)?)?;
+    let kinds = PyDict::new(m.py());
+    for (name, code) in [
+        ("tick", control::TICK),
+        ("packet_in", control::PACKET_IN),
+        ("flow_arrival", control::FLOW_ARRIVAL),
+        ("flow_finished", control::FLOW_FINISHED),
+        ("entry_removed", control::ENTRY_REMOVED),
+    ] {
+        kinds.set_item(name, code)?;
+    }
+    m.add("CONTROL_EVENT_KINDS", kinds)?;
     Ok(())
 }

@@ -254,9 +254,13 @@ impl Engine {
 
     /// One row per (port, class): what waits, what passed, what was dropped or marked
     /// and why, total sojourn time, and flows waiting (FQ).
-    fn queue_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    #[pyo3(signature = (node=None))]
+    fn queue_table<'py>(&self, py: Python<'py>, node: Option<u32>) -> PyResult<Bound<'py, PyDict>> {
         let mut rows = Vec::new();
-        for (i, p) in self.inner.ports.iter().enumerate() {
+        let range = self.port_range(node)?;
+        let first = range.start;
+        for (i, p) in self.inner.ports[range].iter().enumerate() {
+            let i = first + i;
             for (class, (c, (packets, bytes))) in p
                 .queue
                 .counters

@@ -2,7 +2,9 @@
 local one, and the loop that runs them against a simulation."""
 
 from isthmus.control.events import EntryRemoved, FlowArrival, FlowFinished, PacketIn, Tick
-from isthmus.control.plane import Controller, ControlPlane, PortMap, SwitchAgent, SwitchHandle
+from isthmus.control.paths import Paths
+from isthmus.control.plane import Controller, ControlPlane, SwitchAgent, SwitchHandle
+from isthmus.control.portmap import PortMap
 
 __all__ = [
     "ControlPlane",
@@ -11,6 +13,7 @@ __all__ = [
     "FlowArrival",
     "FlowFinished",
     "PacketIn",
+    "Paths",
     "PortMap",
     "SwitchAgent",
     "SwitchHandle",

@@ -7,7 +7,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-TICK, PACKET_IN, FLOW_ARRIVAL, FLOW_FINISHED, ENTRY_REMOVED = range(5)
+from isthmus._core import CONTROL_EVENT_KINDS
+
+# The engine defines the codes of the `kind` column; they are read, never restated.
+TICK = CONTROL_EVENT_KINDS["tick"]
+PACKET_IN = CONTROL_EVENT_KINDS["packet_in"]
+FLOW_ARRIVAL = CONTROL_EVENT_KINDS["flow_arrival"]
+FLOW_FINISHED = CONTROL_EVENT_KINDS["flow_finished"]
+ENTRY_REMOVED = CONTROL_EVENT_KINDS["entry_removed"]
 REMOVAL_REASONS = ("idle_timeout", "hard_timeout", "deleted")
 
 
@@ -96,5 +103,11 @@ def decode(columns: dict[str, np.ndarray], flows: dict[str, np.ndarray]) -> list
                     c["packets"][i],
                     c["bytes"][i],
                 )
+            )
+        else:
+            raise ValueError(
+                f"control event {i} has kind {kind}, which this version of isthmus.control "
+                f"does not know (known: {dict(sorted(CONTROL_EVENT_KINDS.items()))}); the "
+                "engine and the Python package are out of step: reinstall isthmus"
             )
     return events

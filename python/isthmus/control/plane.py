@@ -12,6 +12,10 @@ Every command takes effect after the control channel's latency (`control_latency
 the `ControlPlane`, default 0). Handlers are methods named after the events
 (`on_packet_in`, `on_flow_arrival`, `on_flow_finished`, `on_entry_removed`); timers call
 the function they were set with.
+
+Lifecycle: `on_start()` runs once per program, at the first `ControlPlane.run` after the
+program was added; running in segments (`run("1ms")`, then `run("2ms")`) continues the
+same programs, timers and entries.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import networkx as nx
 import numpy as np
 
 from isthmus.control.events import (
+    FLOW_ARRIVAL,
     EntryRemoved,
     FlowArrival,
     FlowFinished,
@@ -29,91 +35,107 @@ from isthmus.control.events import (
     Tick,
     decode,
 )
+from isthmus.control.paths import Paths
+from isthmus.control.portmap import PortMap
 from isthmus.queues import queue_config
 from isthmus.simulation import Simulation
+from isthmus.topology import Topology
 from isthmus.units import limit as units_limit
 from isthmus.units import rate_bps, size_bytes, time_ps
 
 
-class PortMap:
-    """Local port numbers between neighbouring nodes: port k of a node faces the k-th
-    link touching it, in the topology's link order."""
+class _Clock:
+    """Time and timers, and nothing else of the plane: what an agent's base class holds."""
 
-    def __init__(self, sim: Simulation):
-        nodes = sim.topology.nodes()
-        links = sim.topology.links()
-        self.names: list[str] = list(nodes["name"])
-        self.index = {name: i for i, name in enumerate(self.names)}
-        self.kinds: list[str] = list(nodes["kind"])
-        self.host_node = [int(n) for n in nodes["host_node"]]
-        self.neighbours: list[list[int]] = [[] for _ in self.names]
-        for a, b in zip(links["a"].tolist(), links["b"].tolist(), strict=True):
-            self.neighbours[a].append(b)
-            self.neighbours[b].append(a)
+    __slots__ = ("__plane",)
 
-    def node(self, node: int | str) -> int:
-        if isinstance(node, str):
-            if node not in self.index:
-                raise ValueError(f"no node named {node!r} in the topology")
-            return self.index[node]
-        if not 0 <= node < len(self.names):
-            raise ValueError(
-                f"node {node} does not exist; nodes are numbered 0..{len(self.names) - 1}"
-            )
-        return node
+    def __init__(self, plane: ControlPlane):
+        self.__plane = plane
 
-    def port_towards(self, node: int, neighbour: int) -> int:
-        try:
-            return self.neighbours[node].index(neighbour)
-        except ValueError:
-            raise ValueError(
-                f"'{self.names[node]}' has no link to '{self.names[neighbour]}'"
-            ) from None
+    @property
+    def now(self) -> int:
+        return self.__plane.sim.now
 
-    def path_ports(self, path: list[int | str]) -> list[tuple[int, int]]:
-        """(switch, egress port) for every switch on a node path from host to host."""
-        nodes = [self.node(n) for n in path]
-        if len(nodes) < 3 or self.kinds[nodes[0]] != "host" or self.kinds[nodes[-1]] != "host":
-            raise ValueError("a path runs from a host through switches to a host")
-        return [
-            (nodes[i], self.port_towards(nodes[i], nodes[i + 1])) for i in range(1, len(nodes) - 1)
-        ]
+    def timer(self, first: int, period: int | None, callback: Callable[[], Any]) -> int:
+        return self.__plane._timer(first, period, callback)
+
+    def cancel(self, timer: int) -> None:
+        self.__plane._cancel(timer)
 
 
 class _Program:
     """What controllers and agents share: timers and the current time."""
 
-    _plane: ControlPlane
+    _clock: _Clock
 
     @property
     def now(self) -> int:
-        return self._plane.sim.now
+        return self._clock.now
 
     def every(
         self, period: int | str, callback: Callable[[], Any], first: int | str | None = None
     ) -> int:
         """Calls `callback()` every `period` from `first` (default: one period from now)."""
         period_ps = time_ps(period)
+        if period_ps <= 0:
+            raise ValueError(f"a timer's period must be positive, got {period!r}")
         start = self.now + period_ps if first is None else time_ps(first)
-        return self._plane._timer(start, period_ps, callback)
+        return self._clock.timer(start, period_ps, callback)
 
     def after(self, delay: int | str, callback: Callable[[], Any]) -> int:
         """Calls `callback()` once, `delay` from now."""
-        return self._plane._timer(self.now + time_ps(delay), None, callback)
+        return self._clock.timer(self.now + time_ps(delay), None, callback)
 
     def cancel(self, timer: int) -> None:
-        self._plane.sim._engine.cancel_control_timer(timer)
+        """Stops a timer (a one-shot timer that already fired: nothing happens)."""
+        self._clock.cancel(timer)
 
     def on_start(self) -> None:
-        """Called once when the run begins."""
+        """Called once, at the first run after the program was added."""
 
 
 class Controller(_Program):
-    """A control program with the global view: it may read and command everything."""
+    """A control program with the global view: it may read and command everything.
+
+    The view, all public: `sim` (the simulation: flows, ports, queues, entries),
+    `topology` and `graph()`, `ports` (the port map: neighbours, `peer`, `port_map()`,
+    `path_ports`), `paths(src, dst)` (every shortest path between two hosts) and
+    `k_shortest_paths(src, dst, k)`, `set_miss` (the table-miss policy)."""
+
+    _plane: ControlPlane
 
     @property
     def sim(self) -> Simulation:
         return self._plane.sim
+
+    @property
+    def topology(self) -> Topology:
+        return self._plane.sim.topology
+
+    def graph(self) -> nx.MultiGraph:
+        """The topology as a networkx graph (nodes by name, with kind; links with rate
+        and delay)."""
+        return self._plane.sim.topology.to_networkx()
+
+    @property
+    def ports(self) -> PortMap:
+        """Which local port of each node faces which neighbour."""
+        return self._plane.ports
+
+    def paths(self, src: int, dst: int) -> list[list[int]]:
+        """Every fewest-hop path from host `src` to host `dst`, as node indices from the
+        source host's node to the destination's, in a fixed order."""
+        return self._plane.paths.shortest(src, dst)
+
+    def k_shortest_paths(self, src: int, dst: int, k: int) -> list[list[int]]:
+        """Up to `k` loop-free paths from host `src` to host `dst`, shortest first (hosts
+        never relay), as node indices."""
+        return self._plane.paths.k_shortest(src, dst, k)
+
+    def set_miss(self, switch: int | str, miss: str) -> None:
+        """What `switch` does on a table miss: "route" (default shortest-path routing),
+        "controller" (a packet-in) or "drop". Takes effect at once."""
+        self._plane.set_miss(switch, miss)
 
     def on_packet_in(self, event: PacketIn) -> None:
         """A switch sent a packet up (table miss or a to-controller action)."""
@@ -220,13 +242,7 @@ class Controller(_Program):
         """Makes the port's (or every port's) AQM DCTCP's step marker at `threshold`
         ("65pkts", "100KB"), or drop-tail with None; scheduler and limit stay."""
         node = self._plane.ports.node(switch)
-        port_rows = np.flatnonzero(self.sim.ports()["node"] == node)
-        first = self.sim._engine.queue_config(int(port_rows[port if port is not None else 0]))
-        aqm = {"kind": "drop_tail"}
-        if threshold is not None:
-            k = units_limit(threshold)
-            aqm = {"kind": "ramp", "kmin": k, "kmax": k, "pmax": 1.0}
-        self._plane._engine_call("configure_queue", 0, node, {**first, "aqm": aqm}, port)
+        self._plane._set_marking(node, port, threshold, threshold, 1.0)
 
     # ---- paths -------------------------------------------------------------------------
 
@@ -249,15 +265,18 @@ class Controller(_Program):
     def migrate(
         self, flow: int, old: list[tuple[int, int]], new_path: list[int | str], priority: int
     ) -> list[tuple[int, int]]:
-        """Moves `flow` from the entries `old` (from `install_path`) onto `new_path`,
-        make-before-break: the new path is installed at every hop first (at `priority`,
-        below the old entries'); one control round trip later the old entry at the first
-        hop goes, so no new packet takes the old path; one more round trip later, when
-        the old path has drained, the rest go. Returns the new entries."""
-        rtt = 2 * self._plane.latency
+        """Moves `flow` from the entries `old` (from `install_path`, first hop first)
+        onto `new_path`, make-before-break and without loss at any control latency: the
+        new path is installed at every hop first (at `priority`); one control round trip
+        later (the switches' confirmations) the old entry at the first hop goes, so no
+        new packet takes the old path; the rest of the old path goes once the packets
+        already on it have left it (the engine waits out the path's worst-case transit
+        and checks its queues for the flow). Returns the new entries."""
+        if not old:
+            raise ValueError("migrate needs the flow's old entries (from install_path)")
         new = self.install_path(flow, new_path, priority)
-        for hop, (switch, entry) in enumerate(old):
-            self.delete(switch, entry, extra_delay=rtt if hop == 0 else 2 * rtt)
+        rtt = 2 * self._plane.latency
+        self._plane._engine_call("retire_path", rtt, flow, [(int(s), int(e)) for s, e in old])
         return new
 
     # ---- statistics --------------------------------------------------------------------
@@ -266,7 +285,7 @@ class Controller(_Program):
         return self.sim.ports()
 
     def entry_stats(self) -> dict[str, np.ndarray]:
-        return self.sim._engine.entry_table()
+        return self.sim.entries()
 
     def flow_stats(self) -> dict[str, np.ndarray]:
         """Per-flow records, plus `rate_bps`: goodput since this controller's previous
@@ -284,15 +303,16 @@ class Controller(_Program):
 
 
 class SwitchHandle:
-    """One switch, as its agent may see and command it. It exposes no other switch and
-    no way to reach one except `send`."""
+    """One switch, as its agent may see and command it: its own ports, queues, entries
+    and marking, and messages to other agents. It exposes no other switch, and reads its
+    own rows without reading the rest of the network's."""
 
-    __slots__ = ("__plane", "__switch", "__ports")
+    __slots__ = ("__plane", "__switch", "__installed")
 
     def __init__(self, plane: ControlPlane, switch: int):
         self.__plane = plane
         self.__switch = switch
-        self.__ports = np.flatnonzero(plane.sim.ports()["node"] == switch)
+        self.__installed: set[int] = set()
 
     @property
     def name(self) -> str:
@@ -300,7 +320,7 @@ class SwitchHandle:
 
     @property
     def num_ports(self) -> int:
-        return len(self.__ports)
+        return len(self.__plane.ports.neighbours[self.__switch])
 
     @property
     def now(self) -> int:
@@ -312,17 +332,34 @@ class SwitchHandle:
         return [p.names[n] for n in p.neighbours[self.__switch]]
 
     def ports(self) -> dict[str, np.ndarray]:
-        """This switch's rows of the port counters, in port order."""
-        return {k: v[self.__ports] for k, v in self.__plane.sim.ports().items()}
+        """This switch's port counters, one row per port in port order."""
+        return self.__plane.sim.ports(self.__switch)
+
+    def queues(self) -> dict[str, np.ndarray]:
+        """This switch's queue counters, one row per (port, class); `port` is local."""
+        rows = self.__plane.sim.queues(self.__switch)
+        first = self.__plane.sim._engine.global_port(self.__switch, 0)
+        rows["port"] = (rows.pop("port_index") - first).astype(np.uint16)
+        return rows
 
     def entries(self) -> dict[str, np.ndarray]:
-        table = self.__plane.sim._engine.entry_table()
-        mine = table["switch"] == self.__switch
-        return {k: v[mine] for k, v in table.items()}
+        """Every entry on this switch (whoever installed it), in match order."""
+        return self.__plane.sim._engine.entry_table(self.__switch)
+
+    def installed(self) -> list[int]:
+        """Entries this agent installed (some may still be on their way) and that have
+        not left the switch, oldest first."""
+        return sorted(self.__installed)
+
+    def _forget(self, entry: int) -> None:
+        """The plane's notice that an entry left the switch."""
+        self.__installed.discard(entry)
 
     def install(self, priority: int, **kwargs) -> int:
         """As `Controller.install`, on this switch only."""
-        return self.__plane._install(self.__switch, priority, 0, kwargs)
+        entry = self.__plane._install(self.__switch, priority, 0, kwargs)
+        self.__installed.add(entry)
+        return entry
 
     def delete(self, entry: int) -> None:
         if entry not in self.entries()["entry"]:
@@ -340,6 +377,23 @@ class SwitchHandle:
         self.__plane._claim(event.buffer)
         self.__plane._engine_call("packet_out", 0, event.buffer, port)
 
+    def set_ecn(
+        self,
+        port: int | None,
+        kmin: str | None,
+        kmax: str | None = None,
+        pmax: float = 1.0,
+    ) -> None:
+        """ECN marking on local port `port` (None: every port): probability rising from 0
+        at `kmin` to `pmax` at `kmax` and 1 above (DCTCP's step when kmin = kmax, the
+        default), or no marking (drop-tail) with `kmin` None. Every class queue of the
+        port takes the same marking (per-class marking is not modelled)."""
+        self.__plane._set_marking(self.__switch, port, kmin, kmax or kmin, pmax)
+
+    def ecn(self, port: int) -> dict:
+        """The AQM on local port `port` (kind, and kmin / kmax / pmax for a marker)."""
+        return self.__plane.sim.port_queue_config(self.__switch, port)["aqm"]
+
     def send(self, to: str, message: Any) -> None:
         """Delivers `message` to the agent on switch `to` after the agent channel's
         latency."""
@@ -347,7 +401,9 @@ class SwitchHandle:
 
 
 class SwitchAgent(_Program):
-    """A control program on one switch, with that switch's view only."""
+    """A control program on one switch, with that switch's view only: it holds its
+    `SwitchHandle` (`self.switch`) and a clock for timers, and nothing that reaches the
+    rest of the network."""
 
     def __init__(self, switch: SwitchHandle):
         self.switch = switch
@@ -357,6 +413,9 @@ class SwitchAgent(_Program):
 
     def on_message(self, sender: str, message: Any) -> None:
         """Another switch's agent sent a message."""
+
+    def on_entry_removed(self, event: EntryRemoved) -> None:
+        """An entry of this switch timed out or was deleted."""
 
 
 class ControlPlane:
@@ -372,15 +431,24 @@ class ControlPlane:
         self.sim = sim
         self.latency = time_ps(control_latency)
         self.agent_latency = time_ps(agent_latency)
+        if self.latency < 0 or self.agent_latency < 0:
+            raise ValueError("control_latency and agent_latency must not be negative")
         self.ports = PortMap(sim)
+        self.paths = Paths(self.ports)
         self.controllers: list[Controller] = []
         self.agents: dict[int, SwitchAgent] = {}
-        self._timers: dict[int, Callable[[], Any]] = {}
+        # Timer id -> (callback, periodic); a one-shot timer leaves when it fires.
+        self._timers: dict[int, tuple[Callable[[], Any], bool]] = {}
         self._claimed: set[int] = set()
+        self._unstarted: list[_Program] = []
 
     def add(self, controller: Controller) -> Controller:
+        if not isinstance(controller, Controller):
+            raise TypeError(f"add() takes a Controller, got {type(controller).__name__}")
         controller._plane = self
+        controller._clock = _Clock(self)
         self.controllers.append(controller)
+        self._unstarted.append(controller)
         return controller
 
     def add_agents(
@@ -396,9 +464,12 @@ class ControlPlane:
         for switch in chosen:
             if self.ports.kinds[switch] != "switch":
                 raise ValueError(f"'{self.ports.names[switch]}' is a host; agents run on switches")
+            if switch in self.agents:
+                raise ValueError(f"'{self.ports.names[switch]}' already has an agent")
             agent = agent_type(SwitchHandle(self, switch), **kwargs)
-            agent._plane = self
+            agent._clock = _Clock(self)
             self.agents[switch] = agent
+            self._unstarted.append(agent)
             made.append(agent)
         return made
 
@@ -410,12 +481,15 @@ class ControlPlane:
 
     def run(self, until: int | str, *, stop_when_flows_finish: bool = False) -> bool:
         """Runs the simulation to `until` with the programs in the loop; returns whether
-        every flow has finished."""
+        every flow has finished. Programs added since the last run start first."""
         engine = self.sim._engine
         end = time_ps(until)
+        if end < self.sim.now:
+            raise ValueError(f"until ({end} ps) is before the current time ({self.sim.now} ps)")
         engine.attach_control(True)
         try:
-            for program in [*self.controllers, *self.agents.values()]:
+            starting, self._unstarted = self._unstarted, []
+            for program in starting:
                 program.on_start()
             while engine.run_until_control(end, stop_when_flows_finish):
                 self._dispatch(engine.take_control_events())
@@ -424,13 +498,20 @@ class ControlPlane:
         return engine.unfinished_flows == 0
 
     def _dispatch(self, columns: dict[str, np.ndarray]) -> None:
-        flows = self.sim.flows() if np.any(columns["kind"] == 2) else {}
+        flows = self.sim.flows() if np.any(columns["kind"] == FLOW_ARRIVAL) else {}
         for event in decode(columns, flows):
             if isinstance(event, Tick):
-                self._timers[event.timer]()
+                callback, periodic = self._timers[event.timer]
+                if not periodic:
+                    del self._timers[event.timer]
+                callback()
             elif isinstance(event, PacketIn):
                 self._packet_in(event)
             else:
+                if isinstance(event, EntryRemoved) and event.switch in self.agents:
+                    agent = self.agents[event.switch]
+                    agent.switch._forget(event.entry)
+                    agent.on_entry_removed(event)
                 name = {
                     FlowArrival: "on_flow_arrival",
                     FlowFinished: "on_flow_finished",
@@ -454,8 +535,17 @@ class ControlPlane:
 
     def _timer(self, first: int, period: int | None, callback: Callable[[], Any]) -> int:
         timer = self.sim._engine.add_control_timer(first, period)
-        self._timers[timer] = callback
+        self._timers[timer] = (callback, period is not None)
         return timer
+
+    def _cancel(self, timer: int) -> None:
+        self.sim._engine.cancel_control_timer(timer)
+        self._timers.pop(timer, None)
+
+    @property
+    def live_timers(self) -> int:
+        """Timers that can still fire (one-shot timers leave once they fired)."""
+        return len(self._timers)
 
     def _engine_call(self, method: str, extra_delay: int | str, *args, **kwargs) -> None:
         getattr(self.sim._engine, method)(self.latency + time_ps(extra_delay), *args, **kwargs)
@@ -472,6 +562,22 @@ class ControlPlane:
             )
         delay = self.latency + time_ps(extra_delay)
         return self.sim._engine.add_entry(delay, switch, priority, **kwargs)
+
+    def _set_marking(
+        self, node: int, port: int | None, kmin: str | None, kmax: str | None, pmax: float
+    ) -> None:
+        current = self.sim.port_queue_config(node, port if port is not None else 0)
+        aqm: dict = {"kind": "drop_tail"}
+        if kmin is not None:
+            if not 0.0 < pmax <= 1.0:
+                raise ValueError(f"pmax must be in (0, 1], got {pmax}")
+            aqm = {
+                "kind": "ramp",
+                "kmin": units_limit(kmin),
+                "kmax": units_limit(kmax if kmax is not None else kmin),
+                "pmax": float(pmax),
+            }
+        self._engine_call("configure_queue", 0, node, {**current, "aqm": aqm}, port)
 
     def _claim(self, buffer: int) -> None:
         self._claimed.add(buffer)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from isthmus.control.plane import PortMap
+from isthmus.control.portmap import PortMap
 
 
 def next_hop_ports(ports: PortMap) -> dict[tuple[int, int], list[int]]:

@@ -9,7 +9,11 @@ ECN marking threshold, one control interval at a time.
    interval.
 3. The reward is the mean utilization minus `queue_weight` times the mean queue
    fraction: throughput against queueing delay, the trade-off ECN tuning steers.
-4. The episode ends at `episode` of simulated time or when every flow has finished.
+4. The episode terminates when every flow has finished and is truncated at `episode`
+   of simulated time (a time limit, not an end state of the task).
+
+The thresholds are commands of a `Controller` on a `ControlPlane`, so they take effect
+as any controller's do (after the plane's control latency, 0 here).
 
 Observations are per port and actions per switch, the layout per-switch agents (ACC)
 slice up; this single-agent form is the base a multi-agent one wraps.
@@ -24,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from isthmus import units
+from isthmus.control import Controller, ControlPlane
 from isthmus.scenario import Scenario, load_scenario
 from isthmus.simulation import Simulation
 
@@ -54,7 +59,9 @@ class EcnThresholdEnv(gym.Env):
             raise ValueError("interval must be greater than zero")
         if not thresholds:
             raise ValueError("thresholds needs at least one choice")
-        self.thresholds = [units.limit(t) for t in thresholds]
+        for t in thresholds:
+            units.limit(t)
+        self.thresholds = list(thresholds)
         self.episode = units.time_ps(episode)
         self.queue_weight = queue_weight
         probe = self.scenario.build(base=self.base)
@@ -63,7 +70,6 @@ class EcnThresholdEnv(gym.Env):
         self._switches = [i for i, kind in enumerate(nodes["kind"]) if kind == "switch"]
         self._switch_ports = np.flatnonzero(np.isin(ports["node"], self._switches))
         self._rates = ports["rate_bps"][self._switch_ports]
-        self._queue = probe._engine.queue_config(int(self._switch_ports[0]))
         kind, value = units.limit(self.scenario.network.switch_queue)
         self._queue_limit = value if kind == "packets" else max(1, value // FULL_PACKET_BYTES)
         self.observation_space = gym.spaces.Box(
@@ -71,12 +77,15 @@ class EcnThresholdEnv(gym.Env):
         )
         self.action_space = gym.spaces.MultiDiscrete([len(self.thresholds)] * len(self._switches))
         self.sim: Simulation | None = None
+        self._controller = Controller()
         self._busy = np.zeros(len(self._switch_ports))
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         run_seed = int(self.np_random.integers(2**31))
         self.sim = self.scenario.build(seed=run_seed, base=self.base)
+        self._plane = ControlPlane(self.sim)
+        self._controller = self._plane.add(Controller())
         self._busy = np.zeros(len(self._switch_ports))
         observation, _ = self._observe(elapsed=0)
         return observation, {"time_ps": 0, "seed": run_seed}
@@ -87,19 +96,16 @@ class EcnThresholdEnv(gym.Env):
         action = np.asarray(action)
         if not self.action_space.contains(action):
             raise ValueError(f"action {action} is outside {self.action_space}")
-        engine = self.sim._engine
         for switch, choice in zip(self._switches, action.tolist(), strict=True):
-            k = self.thresholds[choice]
-            marker = {"kind": "ramp", "kmin": k, "kmax": k, "pmax": 1.0}
-            engine.configure_queue(0, switch, {**self._queue, "aqm": marker})
+            self._controller.set_ecn_threshold(switch, self.thresholds[choice])
         start = self.sim.now
-        engine.run_until(start + self.interval)
+        self._plane.run(start + self.interval)
         observation, utilization = self._observe(elapsed=self.interval)
         reward = float(utilization.mean() - self.queue_weight * observation[:, 0].mean())
-        finished = self.sim.num_flows > 0 and self.sim.unfinished_flows == 0
-        terminated = bool(self.sim.now >= self.episode or finished)
+        terminated = bool(self.sim.num_flows > 0 and self.sim.unfinished_flows == 0)
+        truncated = bool(not terminated and self.sim.now >= self.episode)
         info = {"time_ps": self.sim.now, "ecn_marks": int(self.sim.ports()["ecn_marks"].sum())}
-        return observation, reward, terminated, False, info
+        return observation, reward, terminated, truncated, info
 
     def _observe(self, elapsed: int) -> tuple[np.ndarray, np.ndarray]:
         ports = self.sim.ports()

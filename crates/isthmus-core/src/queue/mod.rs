@@ -26,12 +26,13 @@
 
 pub mod aqm;
 
+use crate::flowtable::KeyMap;
 use crate::packet::PacketId;
 use crate::rng::Rng;
 use crate::units::{Limit, Time};
 pub use aqm::{Aqm, AqmConfig, QueueView, Verdict};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 /// How a PIFO ranks packets (lower ranks leave first).
 #[derive(Clone, Debug, PartialEq)]
@@ -207,14 +208,14 @@ enum State {
         virtual_time: f64,
     },
     Fq {
-        flows: HashMap<u32, (SubQueue, i64)>,
+        flows: KeyMap<u32, (SubQueue, i64)>,
         new_flows: VecDeque<u32>,
         old_flows: VecDeque<u32>,
     },
     Pifo {
         heap: BinaryHeap<Reverse<PifoItem>>,
         aqm: Aqm,
-        flow_finish: HashMap<u32, f64>,
+        flow_finish: KeyMap<u32, f64>,
         virtual_time: f64,
         bytes: u64,
     },
@@ -279,14 +280,14 @@ impl PortQueue {
         let classes = config.classes();
         let state = match &config.scheduler {
             SchedulerConfig::Fq { .. } => State::Fq {
-                flows: HashMap::new(),
+                flows: KeyMap::default(),
                 new_flows: VecDeque::new(),
                 old_flows: VecDeque::new(),
             },
             SchedulerConfig::Pifo { .. } => State::Pifo {
                 heap: BinaryHeap::new(),
                 aqm: Aqm::new(config.aqm.clone()),
-                flow_finish: HashMap::new(),
+                flow_finish: KeyMap::default(),
                 virtual_time: 0.0,
                 bytes: 0,
             },
@@ -414,7 +415,9 @@ impl PortQueue {
                     while exceeds(limit, self.packets + 1, self.bytes + item.size as u64) {
                         let fattest = flows
                             .iter()
-                            .max_by_key(|(_, (q, _))| q.bytes)
+                            // Ties go to the lowest flow id: the victim must not
+                            // depend on the map's layout.
+                            .max_by_key(|(&f, (q, _))| (q.bytes, std::cmp::Reverse(f)))
                             .map(|(&f, _)| f);
                         let Some(victim) = fattest
                             .and_then(|f| flows.get_mut(&f))

@@ -74,6 +74,8 @@ pub struct Flow {
     /// Traffic class stamped on every packet of the flow (both directions).
     pub priority: u8,
     pub transport: Transport,
+    /// A datagram flow has ended: its source is done and nothing of it is in flight.
+    pub settled: bool,
 }
 
 /// Why hold, release and pace do not apply to BCN sources and MPTCP connections.
@@ -82,7 +84,8 @@ pub fn ungovernable(flow: u32) -> String {
 }
 
 impl Flow {
-    // Each event handler returns true when the flow has just finished.
+    // Each event handler returns true when the flow has just ended (finished, or for a
+    // datagram flow, settled with losses: it ends without a finish time).
 
     pub fn on_timer(&mut self, flow: u32, now: Time, token: u32, out: &mut Outbox) -> bool {
         let ports = (self.src_port, self.dst_port);
@@ -206,19 +209,22 @@ impl Flow {
     }
 
     /// A datagram flow (UDP, BCN) ends when its source is done and none of its packets
-    /// is in flight.
+    /// is in flight. It has finished (and gets a finish time) only if every packet it
+    /// sent arrived: a flow that lost some never completed.
     fn datagrams_finished(&mut self, now: Time) -> bool {
         let sender_done = match &self.transport {
             Transport::Udp(u) => u.done,
             Transport::Bcn(b) => b.done,
             _ => return false,
         };
-        let finished_now =
-            self.record.finish.is_none() && sender_done && self.record.packets_in_flight() == 0;
-        if finished_now {
-            self.record.finish = Some(now);
+        let ends_now = !self.settled && sender_done && self.record.packets_in_flight() == 0;
+        if ends_now {
+            self.settled = true;
+            if self.record.packets_dropped == 0 {
+                self.record.finish = Some(now);
+            }
         }
-        finished_now
+        ends_now
     }
 
     pub fn is_finished(&self) -> bool {

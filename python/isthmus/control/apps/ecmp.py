@@ -23,7 +23,7 @@ class Ecmp(Controller):
 
     def on_start(self) -> None:
         groups: dict[int, int] = {}
-        for (switch, dst), hops in sorted(next_hop_ports(self._plane.ports).items()):
+        for (switch, dst), hops in sorted(next_hop_ports(self.ports).items()):
             if not hops:
                 continue
             group = groups.get(switch, 0)

@@ -24,7 +24,6 @@ from collections import defaultdict
 import numpy as np
 
 from isthmus.control.plane import Controller
-from isthmus.control.routing import next_hop_ports
 from isthmus.units import time_ps
 
 
@@ -82,9 +81,7 @@ class Hedera(Controller):
         self._last_bytes: np.ndarray | None = None
 
     def on_start(self) -> None:
-        ports = self._plane.ports
-        self._graph_paths: dict[tuple[int, int], list[list[int]]] = {}
-        self._hops = next_hop_ports(ports)
+        ports = self.ports
         self._capacity = {}
         links = self.sim.topology.links()
         for a, b, rate in zip(
@@ -95,27 +92,6 @@ class Hedera(Controller):
         for address, node in enumerate(ports.host_node):
             self._nic[address] = self._capacity[(node, ports.neighbours[node][0])]
         self.every(self.period, self.schedule)
-
-    def _paths(self, src: int, dst: int) -> list[list[int]]:
-        """Every shortest node path from host `src` to host `dst`."""
-        key = (src, dst)
-        if key not in self._graph_paths:
-            ports = self._plane.ports
-            goal = ports.host_node[dst]
-
-            def extend(path: list[int]) -> list[list[int]]:
-                node = path[-1]
-                if node == goal:
-                    return [path]
-                return [
-                    p
-                    for port in self._hops[(node, dst)]
-                    for p in extend([*path, ports.neighbours[node][port]])
-                ]
-
-            start = ports.host_node[src]
-            self._graph_paths[key] = extend([start, ports.neighbours[start][0]])
-        return self._graph_paths[key]
 
     def schedule(self) -> None:
         flows = self.sim.flows()
@@ -140,7 +116,7 @@ class Hedera(Controller):
         for i in order:
             flow = elephants[i]
             need = demands[i] * self._nic[src[flow]]
-            for path in self._paths(src[flow], dst[flow]):
+            for path in self.paths(src[flow], dst[flow]):
                 hops = list(itertools.pairwise(path))
                 if all(residual[h] >= need for h in hops):
                     for h in hops:
@@ -149,8 +125,7 @@ class Hedera(Controller):
                     break
 
     def _place(self, flow: int, path: list[int]) -> None:
-        ports = self._plane.ports
-        names = [ports.names[n] for n in path]
+        names = [self.ports.names[n] for n in path]
         old = self.placed.get(flow)
         if old is not None and [s for s, _ in old] == path[1:-1]:
             return

@@ -31,11 +31,11 @@ class L2Learning(Controller):
         self.floods = 0
 
     def on_start(self) -> None:
-        ports = self._plane.ports
+        ports = self.ports
         switches = [i for i, kind in enumerate(ports.kinds) if kind == "switch"]
         tree = self.spanning_tree(switches)
         for switch in switches:
-            self._plane.set_miss(switch, "controller")
+            self.set_miss(switch, "controller")
             flood = [
                 port
                 for port, peer in enumerate(ports.neighbours[switch])
@@ -46,7 +46,7 @@ class L2Learning(Controller):
 
     def spanning_tree(self, switches: list[int]) -> set[tuple[int, int]]:
         """Links (both directions) of a breadth-first spanning tree of the switches."""
-        ports = self._plane.ports
+        ports = self.ports
         edges: set[tuple[int, int]] = set()
         seen = {switches[0]}
         frontier = deque([switches[0]])

@@ -21,7 +21,7 @@ class SinglePath(Controller):
         self.priority = priority
 
     def on_start(self) -> None:
-        ports = self._plane.ports
+        ports = self.ports
         hops = next_hop_ports(ports)
         rng = np.random.default_rng([self.sim.seed, 0x5199])
         hosts = len(ports.host_node)
@@ -31,7 +31,7 @@ class SinglePath(Controller):
                     self._install_pair(src, dst, hops, rng)
 
     def _install_pair(self, src: int, dst: int, hops: dict, rng: np.random.Generator) -> None:
-        ports = self._plane.ports
+        ports = self.ports
         node = ports.neighbours[ports.host_node[src]][0]
         target = ports.host_node[dst]
         while node != target:

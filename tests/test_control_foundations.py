@@ -1,0 +1,257 @@
+"""What every scheme stands on: programs start once, timers and messages are freed, apps
+use only the public view, paths are enumerated for them, single-path routing spreads,
+unknown events and undefined groups are errors, and loops end by time-to-live."""
+
+import ast
+import os
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import isthmus
+from isthmus import Link, Simulation, Topology
+from isthmus.control import Controller, ControlPlane, SwitchAgent
+from isthmus.control.apps.single_path import SinglePath
+from isthmus.control.events import decode
+from isthmus.results import summarize
+
+PACKAGE = Path(isthmus.__file__).parent
+REPO = PACKAGE.parent.parent
+
+
+def fabric(**kwargs) -> Simulation:
+    return Simulation(Topology.leaf_spine(2, 2, 2, fabric_link=Link("10Gbps", "1us")), **kwargs)
+
+
+class Ticker(Controller):
+    def __init__(self):
+        self.starts = 0
+        self.ticks = []
+
+    def on_start(self):
+        self.starts += 1
+        self.every("1ms", lambda: self.ticks.append(self.now))
+
+
+def test_programs_start_once_when_a_run_is_split_into_segments():
+    sim = fabric()
+    plane = ControlPlane(sim)
+    ticker = plane.add(Ticker())
+    single = plane.add(SinglePath())
+    plane.run("3ms")
+    entries_after_first = len(sim.entries()["entry"])
+    plane.run("7ms")
+    plane.run("10ms")
+    assert ticker.starts == 1
+    assert ticker.ticks == [i * 1_000_000_000 for i in range(1, 11)]
+    # 4 hosts: 12 ordered pairs, each with an entry per switch on its path, once.
+    assert len(sim.entries()["entry"]) == entries_after_first
+    assert single.sim is sim
+    # A program added later starts at the next run, once.
+    late = plane.add(Ticker())
+    plane.run("12ms")
+    assert late.starts == 1 and late.ticks == [11_000_000_000, 12_000_000_000]
+
+
+class Chatter(SwitchAgent):
+    """Two agents bounce one message back and forth `rounds` times."""
+
+    def __init__(self, switch, rounds: int, samples: list):
+        super().__init__(switch)
+        self.rounds = rounds
+        self.samples = samples
+        self.received = 0
+
+    def on_start(self):
+        if self.switch.name == "leaf0":
+            self.switch.send("leaf1", 0)
+
+    def on_message(self, sender, message):
+        self.received += 1
+        if message % 20_000 == 0:
+            self.samples.append(tracemalloc.get_traced_memory()[0])
+        if message < self.rounds:
+            self.switch.send(sender, message + 1)
+
+
+def test_a_long_chatty_run_stays_flat():
+    rounds = int(os.environ.get("ISTHMUS_LONG_MESSAGES", 100_000))
+    sim = fabric()
+    plane = ControlPlane(sim, agent_latency="1us")
+    samples: list[int] = []
+    agents = plane.add_agents(Chatter, ["leaf0", "leaf1"], rounds=rounds, samples=samples)
+    # One-shot timers too, each firing before the next is set.
+    keeper = plane.add(Controller())
+    fired = []
+
+    def again():
+        fired.append(keeper.now)
+        if len(fired) < rounds // 10:
+            keeper.after("5us", again)
+
+    keeper.after("5us", again)
+    tracemalloc.start()
+    try:
+        plane.run(f"{rounds * 2}us")
+    finally:
+        tracemalloc.stop()
+    assert sum(a.received for a in agents) == rounds + 1
+    assert len(fired) == rounds // 10
+    assert plane.live_timers == 0 and sim._engine.live_control_timers() == 0
+    # Memory after the first sample stays within 256 KiB however many messages pass.
+    assert max(samples[1:]) - samples[1] < 256 * 1024, samples
+
+
+PRIVATE_OF_BASE = {"_plane", "_clock"}
+
+
+def private_uses(path: Path) -> list[str]:
+    """`x._name` where x is not `self`, and `self._plane` / `self._clock`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Attribute):
+            continue
+        name = node.attr
+        if not name.startswith("_") or name.startswith("__"):
+            continue
+        owner = node.value
+        own = isinstance(owner, ast.Name) and owner.id == "self"
+        if not own or name in PRIVATE_OF_BASE:
+            found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_app_reaches_into_private_attributes():
+    sources = [
+        *sorted((PACKAGE / "control" / "apps").glob("*.py")),
+        *sorted((REPO / "examples").glob("*.py")),
+    ]
+    assert len(sources) >= 5
+    offenders = [use for path in sources for use in private_uses(path)]
+    assert offenders == []
+
+
+def test_the_private_use_check_catches_what_it_should(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("class A:\n    def f(self):\n        self._plane.x\n        self.sim._engine\n")
+    assert len(private_uses(bad)) == 2
+
+
+def test_controllers_enumerate_paths_and_ports_publicly():
+    sim = Simulation(Topology.fat_tree(4))
+    plane = ControlPlane(sim)
+    app = plane.add(Controller())
+    ports = app.ports
+    # Host 0 and host 15 sit in different pods: 4 shortest paths through 4 cores.
+    paths = app.paths(0, 15)
+    assert len(paths) == 4 and all(len(p) == 7 for p in paths)
+    cores = {ports.names[p[3]] for p in paths}
+    assert len(cores) == 4 and all(name.startswith("core") for name in cores)
+    k = app.k_shortest_paths(0, 15, 6)
+    assert len(k) == 6 and [len(p) for p in k[:4]] == [7] * 4 and all(len(p) > 7 for p in k[4:])
+    assert sorted(map(tuple, k[:4])) == sorted(map(tuple, paths))
+    for path in k:
+        assert len(set(path)) == len(path), "loop-free"
+        assert all(ports.kinds[n] == "switch" for n in path[1:-1]), "hosts never relay"
+    # The port map is symmetric: the far end of the far end is where we started.
+    port_map = ports.port_map()
+    assert len(port_map) == len(sim.ports()["node"])
+    for (node, port), (peer, back) in port_map.items():
+        assert port_map[(peer, back)] == (node, port)
+    assert app.graph().number_of_nodes() == len(ports.names)
+    with pytest.raises(ValueError, match="dst must be a host number"):
+        app.paths(0, 99)
+    with pytest.raises(ValueError, match="the same host"):
+        app.k_shortest_paths(3, 3, 2)
+
+
+def test_single_path_routing_spreads_host_pairs_over_every_core():
+    sim = Simulation(Topology.fat_tree(8), routing="single_path")
+    rng = np.random.default_rng(5)
+    hosts = 128
+    pairs = set()
+    while len(pairs) < 600:
+        a, b = (int(x) for x in rng.integers(hosts, size=2))
+        if a // 16 != b // 16:
+            pairs.add((a, b))
+    for a, b in sorted(pairs):
+        # Two flows per pair: a pair must keep one path whatever its ports.
+        for _ in range(2):
+            sim.add_udp_flow(a, b, "1Gbps", size=1472, arrivals="constant")
+    sim.run("5ms", stop_when_flows_finish=True)
+    ports = sim.ports()
+    names = sim.topology.nodes()["name"]
+    core_nodes = [i for i, n in enumerate(names) if n.startswith("core")]
+    assert len(core_nodes) == 16
+    carried = [int(ports["tx_packets"][ports["node"] == c].sum()) for c in core_nodes]
+    assert sum(carried) == 2 * len(pairs)
+    assert all(c > 0 for c in carried), carried
+    # 1200 packets over 16 cores: none far from its 75 if the spread is even.
+    assert max(carried) < 3 * 75, carried
+
+
+def test_a_pair_keeps_one_path_under_single_path_routing():
+    sim = Simulation(Topology.fat_tree(4), routing="single_path")
+    for port in range(40):
+        flow = sim.add_udp_flow(0, 15, "1Gbps", size=1472, arrivals="constant")
+        assert flow == port
+    sim.run("5ms", stop_when_flows_finish=True)
+    ports = sim.ports()
+    names = sim.topology.nodes()["name"]
+    used = [
+        n
+        for i, n in enumerate(names)
+        if n.startswith("core") and ports["tx_packets"][ports["node"] == i].sum()
+    ]
+    assert len(used) == 1
+
+
+def test_an_unknown_event_kind_is_an_error_not_a_silent_loss():
+    columns = {name: np.zeros(1, dtype=np.uint32) for name in ("time_ps", "timer", "switch")}
+    columns["kind"] = np.array([9], dtype=np.uint8)
+    with pytest.raises(ValueError, match="kind 9"):
+        decode(columns, {})
+
+
+def test_entries_need_their_groups_and_meters_defined():
+    sim = fabric()
+    plane = ControlPlane(sim)
+    app = plane.add(Controller())
+    with pytest.raises(ValueError, match="group 4 is not defined on switch 'leaf0'"):
+        app.install("leaf0", 5, dst=2, group=4)
+    with pytest.raises(ValueError, match="meter 2 is not defined"):
+        app.install("leaf0", 5, dst=2, output=2, meter=2)
+    app.select_group("leaf0", 4, [2, 3])
+    app.meter("leaf0", 2, "1Gbps")
+    app.install("leaf0", 5, dst=2, group=4, meter=2)
+
+
+def test_a_forwarding_loop_is_cut_by_ttl_and_reported():
+    sim = fabric(ttl=16)
+    sim.add_flow_entry("leaf0", 10, dst=2, output=2)  # up to spine 0 ...
+    sim.add_flow_entry("spine0", 10, dst=2, output=0)  # ... and straight back
+    sim.add_udp_flow(0, 2, "1Gbps", size=5 * 1472, arrivals="constant")
+    sim.run("1ms")
+    assert sim.node_drops()["ttl_drops"].sum() == 5
+    assert sim.packet_hops == 5 * 16
+    summary = summarize(sim, scenario="loop", wall_s=1.0)
+    assert summary["loops"] == 5 and summary["flows_unfinished"] == 1
+    with pytest.raises(ValueError, match="ttl must be an integer in 1..255"):
+        fabric(ttl=0)
+
+
+def test_per_flow_entries_at_scale_route_every_flow_by_its_own_entry():
+    """10^4 exact-match entries on one switch: each flow takes the port its entry says."""
+    sim = Simulation(Topology.leaf_spine(4, 2, 2, fabric_link=Link("10Gbps", "1us")))
+    flows = 10_000
+    for flow in range(flows):
+        sim.add_flow_entry("leaf0", 10, flow=flow, src=0, output=2 + flow % 4)
+    for flow in range(flows):
+        sim.add_udp_flow(0, 2, "1Gbps", size=100, start=f"{flow}us", arrivals="constant")
+    sim.run("50ms", stop_when_flows_finish=True)
+    uplinks = sim.ports("leaf0")["tx_packets"][2:6]
+    assert uplinks.tolist() == [flows // 4] * 4
+    entries = sim.entries()
+    assert len(entries["entry"]) == flows and np.all(entries["packets"] == 1)
