@@ -18,6 +18,11 @@ impossible topologies are refused with one message that names the field and the 
     pattern = "permutation"
     rate = "6Gbps"
     stop = "20ms"
+    [control]             # optional: control programs in the loop
+    latency = "50us"
+    [[control.apps]]
+    name = "hedera"
+    period = "5s"
     [run]
     duration = "20ms"
 """
@@ -27,11 +32,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 import tomllib
-from pydantic import Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from isthmus import _core, units
 from isthmus.fields import PositiveInt, QueueLimit, Rate, Size, Strict, Time
@@ -43,6 +48,9 @@ from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
 from isthmus.transport import FlowTransportName, TcpParams, TransportName
 from isthmus.workload import read_flow_list, resolve_flow_list
+
+if TYPE_CHECKING:
+    from isthmus.control import ControlPlane
 
 
 class ScenarioError(ValueError):
@@ -201,6 +209,22 @@ class LinkTraceModel(Strict):
     trace: str
 
 
+class BcnModel(Strict):
+    """BCN congestion points at every switch egress (IBCN's defaults): sampling
+    probability, equilibrium and severe-congestion queues (packets), derivative weight."""
+
+    pm: Annotated[float, Field(gt=0, le=1)] = 0.01
+    q_eq: Annotated[float, Field(ge=0)] = 20.0
+    q_sc: Annotated[float, Field(gt=0)] = 90.0
+    w: Annotated[float, Field(ge=0)] = 2.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BcnModel:
+        if self.q_sc <= self.q_eq:
+            raise ValueError(f"q_sc ({self.q_sc}) must exceed q_eq ({self.q_eq})")
+        return self
+
+
 class PfcModel(Strict):
     """Priority flow control at every switch ingress."""
 
@@ -223,6 +247,7 @@ class Network(Strict):
     shared_buffer: Size | None = None
     buffer_alpha: Annotated[float, Field(gt=0)] = 1.0
     pfc: PfcModel | None = None
+    bcn: BcnModel | None = None
 
     @model_validator(mode="after")
     def _one_marker(self) -> Network:
@@ -437,6 +462,119 @@ class FlowList(Strict):
         )
 
 
+class BcnTraffic(Strict):
+    """BCN-regulated datagram sources (the reaction points IBCN drives) between host
+    pairs, chosen as for UDP traffic; needs `[network.bcn]` congestion points."""
+
+    kind: Literal["bcn"]
+    pattern: Literal["permutation", "all_to_all", "pairs"]
+    pairs: list[tuple[int, int]] = []
+    fair_share: Rate
+    size: Size | None = None
+    start: Time = "0s"
+    stop: Time | None = None
+    ru: Rate = "3Mbps"
+    gi: Annotated[float, Field(gt=0)] = 4.0
+    gd: Annotated[float, Field(gt=0)] = 0.02
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BcnTraffic:
+        if self.size is None and self.stop is None:
+            raise ValueError("give size, stop, or both, so the sources end")
+        UdpTraffic.model_validate(
+            {
+                "kind": "udp",
+                "pattern": self.pattern,
+                "pairs": self.pairs,
+                "rate": "1Gbps",
+                "size": self.size,
+                "start": self.start,
+                "stop": self.stop,
+            }
+        )
+        return self
+
+    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
+        if sim.bcn_points is None:
+            raise ScenarioError(
+                f"traffic[{index}]: BCN sources need congestion points; add a [network.bcn] "
+                "table (its defaults are IBCN's)"
+            )
+        chooser = UdpTraffic(
+            kind="udp", pattern=self.pattern, pairs=self.pairs, rate="1Gbps", stop="1s"
+        )
+        try:
+            pairs = chooser.host_pairs(sim.topology.num_hosts, sim.seed, stream=index)
+        except ScenarioError as e:
+            raise ScenarioError(f"traffic[{index}].{e}") from None
+        for src, dst in pairs:
+            sim.add_bcn_flow(
+                src,
+                dst,
+                fair_share=self.fair_share,
+                size=self.size,
+                start=self.start,
+                stop=self.stop,
+                ru=self.ru,
+                gi=self.gi,
+                gd=self.gd,
+            )
+
+
+class ControlApp(Strict):
+    """One control program by name (see `isthmus.control.apps`), its parameters as
+    further keys; an agent app runs on every switch, or on those in `switches`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: str
+    switches: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _known(self) -> ControlApp:
+        from isthmus.control.apps import check_parameters, is_agent
+
+        check_parameters(self.name, self.parameters())
+        if self.switches is not None and not is_agent(self.name):
+            raise ValueError(f"switches applies to agent apps; {self.name!r} is a controller")
+        return self
+
+    def parameters(self) -> dict:
+        return dict(self.model_extra or {})
+
+
+class Control(Strict):
+    """Control programs in the loop: the control channel's latency to switches and
+    hosts, the agents' channel latency, and what switches do on a table miss."""
+
+    latency: Time = "0s"
+    agent_latency: Time = "10us"
+    miss: Literal["route", "controller", "drop"] = "route"
+    apps: list[ControlApp] = []
+
+    def attach(self, sim: Simulation) -> ControlPlane:
+        from isthmus.control import ControlPlane
+        from isthmus.control.apps import app_class, is_agent
+
+        plane = ControlPlane(sim, control_latency=self.latency, agent_latency=self.agent_latency)
+        switches = [
+            n
+            for n, kind in zip(plane.ports.names, plane.ports.kinds, strict=True)
+            if kind == "switch"
+        ]
+        for switch in switches:
+            plane.set_miss(switch, self.miss)
+        for i, app in enumerate(self.apps):
+            where = f"control.apps[{i}] ({app.name})"
+            try:
+                if is_agent(app.name):
+                    plane.add_agents(app_class(app.name), app.switches, **app.parameters())
+                else:
+                    plane.add(app_class(app.name)(**app.parameters()))
+            except (ValueError, TypeError) as e:
+                raise ScenarioError(f"{where}: {e}") from None
+        return plane
+
+
 class Telemetry(Strict):
     sample_interval: Time | None = None
 
@@ -455,11 +593,12 @@ class Scenario(Strict):
     tcp: TcpParams = TcpParams()
     traffic: list[
         Annotated[
-            UdpTraffic | PoissonFlows | Flows | IncastTraffic | FlowList,
+            UdpTraffic | PoissonFlows | Flows | IncastTraffic | FlowList | BcnTraffic,
             Field(discriminator="kind"),
         ]
     ] = []
     telemetry: Telemetry = Telemetry()
+    control: Control | None = None
     run: Run
 
     def ends_with_flows(self, sim: Simulation) -> bool:
@@ -470,11 +609,20 @@ class Scenario(Strict):
         """Runs `sim`, built from this scenario, as the scenario's [run] says; returns
         the wall-clock seconds it took."""
         started = time.perf_counter()
-        sim.run(
-            units.time_ps(self.run.duration),
-            stop_when_flows_finish=self.ends_with_flows(sim),
-            on_progress=on_progress,
-        )
+        until = units.time_ps(self.run.duration)
+        if sim.control_plane is not None:
+            sim.control_plane.run(
+                until,
+                stop_when_flows_finish=self.ends_with_flows(sim),
+                chunks=1000,
+                on_progress=on_progress,
+            )
+        else:
+            sim.run(
+                until,
+                stop_when_flows_finish=self.ends_with_flows(sim),
+                on_progress=on_progress,
+            )
         return time.perf_counter() - started
 
     def build(self, *, seed: int | None = None, base: Path = Path(".")) -> Simulation:
@@ -502,6 +650,7 @@ class Scenario(Strict):
                 pfc=(self.network.pfc.xoff, self.network.pfc.xon, self.network.pfc.lossless)
                 if self.network.pfc
                 else None,
+                bcn=self.network.bcn.model_dump() if self.network.bcn else None,
                 tcp=self.tcp,
             )
         except ValueError as e:
@@ -519,6 +668,8 @@ class Scenario(Strict):
                 raise
             except ValueError as e:
                 raise ScenarioError(f"traffic[{i}]: {e}") from None
+        if self.control is not None:
+            sim.control_plane = self.control.attach(sim)
         return sim
 
 
@@ -552,6 +703,9 @@ _VARIANT_TAGS = {
     "udp",
     "poisson_flows",
     "flow_list",
+    "bcn",
+    "incast",
+    "flows",
     "fifo",
     "strict_priority",
     "drr",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,9 @@ from isthmus.queues import Step, queue_config
 from isthmus.topology import Topology
 from isthmus.transport import TRANSPORTS, TcpParams
 from isthmus.units import rate_bps, size_bytes, time_ps
+
+if TYPE_CHECKING:
+    from isthmus.control import ControlPlane
 
 ROUTING_POLICIES = ("ecmp", "spray", "single_path")
 ARRIVALS = ("constant", "poisson")
@@ -96,6 +100,10 @@ class Simulation:
             )
         self.topology = topology
         self.seed = seed
+        # The congestion points' settings, if BCN is on (None: off).
+        self.bcn_points = _bcn(bcn)
+        # The control plane a scenario attached (`[control]`), run by Scenario.execute.
+        self.control_plane: ControlPlane | None = None
         self.tcp = TcpParams.model_validate(tcp or {})
         self._tcp_core = self.tcp.as_core()
         if aqm is not None and ecn_threshold is not None:
@@ -110,7 +118,7 @@ class Simulation:
             time_ps(sample_interval) if sample_interval is not None else None,
             (size_bytes(shared_buffer), buffer_alpha) if shared_buffer is not None else None,
             _pfc(pfc),
-            _bcn(bcn),
+            self.bcn_points,
             ttl,
         )
 

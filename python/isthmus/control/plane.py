@@ -479,20 +479,37 @@ class ControlPlane:
 
     # ---- running -----------------------------------------------------------------------
 
-    def run(self, until: int | str, *, stop_when_flows_finish: bool = False) -> bool:
-        """Runs the simulation to `until` with the programs in the loop; returns whether
+    def run(
+        self,
+        until: int | str,
+        *,
+        stop_when_flows_finish: bool = False,
+        chunks: int = 1,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> bool:
+        """Runs the simulation to `until` with the programs in the loop, in `chunks`
+        equal steps of simulated time with `on_progress(now)` after each; returns whether
         every flow has finished. Programs added since the last run start first."""
         engine = self.sim._engine
         end = time_ps(until)
-        if end < self.sim.now:
-            raise ValueError(f"until ({end} ps) is before the current time ({self.sim.now} ps)")
+        begin = self.sim.now
+        if end < begin:
+            raise ValueError(f"until ({end} ps) is before the current time ({begin} ps)")
+        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+            raise ValueError(f"chunks must be a positive integer, got {chunks!r}")
         engine.attach_control(True)
         try:
             starting, self._unstarted = self._unstarted, []
             for program in starting:
                 program.on_start()
-            while engine.run_until_control(end, stop_when_flows_finish):
-                self._dispatch(engine.take_control_events())
+            for i in range(1, chunks + 1):
+                target = begin + (end - begin) * i // chunks
+                while engine.run_until_control(target, stop_when_flows_finish):
+                    self._dispatch(engine.take_control_events())
+                if on_progress is not None:
+                    on_progress(self.sim.now)
+                if stop_when_flows_finish and engine.unfinished_flows == 0:
+                    break
         finally:
             engine.attach_control(False)
         return engine.unfinished_flows == 0
