@@ -704,8 +704,6 @@ _VARIANT_TAGS = {
     "poisson_flows",
     "flow_list",
     "bcn",
-    "incast",
-    "flows",
     "fifo",
     "strict_priority",
     "drr",
