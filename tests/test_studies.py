@@ -1,15 +1,17 @@
-"""The no-silver-bullet study holds its claims: no one configuration wins everything."""
+"""The no-silver-bullet study holds its claims, and studies are found by discovery."""
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
+from isthmus import studies
 from isthmus.cli import app
 from isthmus.studies import nosilverbullet as nsb
 
 
 def test_no_configuration_wins_every_objective():
-    results = nsb.run(seconds=60)
+    results = nsb.mean_results(nsb.run(quick=True, seeds=[1]))
     paper_three = list(nsb.CONFIGURATIONS)[:3]
     best = nsb.winners(results, paper_three)
     assert len(set(best.values())) > 1, best
@@ -22,13 +24,29 @@ def test_no_configuration_wins_every_objective():
     assert max(power, key=power.get).startswith("CoDel")
 
 
-def test_reproduce_prints_the_table_and_writes_json(tmp_path):
+def test_studies_are_discovered_and_each_exposes_the_interface():
+    found = studies.available()
+    assert "nosilverbullet" in found
+    for name, module in found.items():
+        assert name == module.NAME and module.TITLE
+        assert callable(module.run) and callable(module.table)
+    with pytest.raises(ValueError, match="unknown study 'silver'; available: nosilverbullet"):
+        studies.study("silver")
+
+
+def test_reproduce_prints_the_table_and_claims_and_writes_json(tmp_path):
     out = tmp_path / "nsb.json"
-    result = CliRunner().invoke(
-        app, ["reproduce", "nosilverbullet", "--seconds", "20", "--json", str(out)]
-    )
+    result = CliRunner().invoke(app, ["reproduce", "nosilverbullet", "--quick", "--json", str(out)])
     assert result.exit_code == 0, result.output
-    assert "No silver bullet" in result.output and "Wins:" in result.output
+    assert "No silver bullet" in result.output
+    assert "No configuration wins every objective: holds" in result.output
     data = json.loads(out.read_text())
-    assert set(data) == set(nsb.CONFIGURATIONS)
-    assert CliRunner().invoke(app, ["reproduce", "silver"]).exit_code == 2
+    assert data["study"] == "nosilverbullet" and data["quick"] is True
+    assert data["columns"][0] == "configuration"
+    assert [row[0] for row in data["rows"]] == list(nsb.CONFIGURATIONS)
+    assert data["claims"][0]["holds"] is True
+    assert set(data["results"]["per_seed"]["1"]) == set(nsb.CONFIGURATIONS)
+    missing = CliRunner().invoke(app, ["reproduce", "silver"])
+    assert missing.exit_code == 2 and "available: nosilverbullet" in missing.output
+    listed = CliRunner().invoke(app, ["studies"])
+    assert listed.exit_code == 0 and "nosilverbullet" in listed.output

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from isthmus import bench as benchmark
 from isthmus.results import summarize, write_run
@@ -50,7 +51,8 @@ def resolve_scenario(name_or_path: str) -> Path:
 
 
 def _fail(message: str) -> None:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # The message may quote the user's input: print it as it is, never as markup.
+    errors.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
 
 
@@ -392,63 +394,68 @@ def _cell(value: object) -> str:
 
 @app.command()
 def reproduce(
-    study: str = typer.Argument(..., help="The study to reproduce: nosilverbullet."),
-    seconds: float = typer.Option(300.0, help="Simulated seconds per run."),
-    seed: int = typer.Option(1, help="Random seed."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the results as JSON."),
+    study: str = typer.Argument(..., help="The study to reproduce (see `isthmus studies`)."),
+    quick: bool = typer.Option(False, "--quick", help="A reduced run, under two minutes."),
+    seeds: int = typer.Option(1, help="Seeds to run: 1, 2, ... (5 or more for intervals)."),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="Also write the table, claims and raw results as JSON."
+    ),
 ) -> None:
-    """Reproduce a published study and print the table it argues from."""
-    if study != "nosilverbullet":
-        _fail(f"unknown study '{study}'; available: nosilverbullet")
-    if seconds <= 0:
-        _fail(f"--seconds must be positive, got {seconds}")
-    from isthmus.studies import nosilverbullet as nsb
+    """Reproduce a published study and print the table and claims it argues from."""
+    from isthmus import studies
 
-    runs = len(nsb.CONFIGURATIONS) * len(nsb.MIXES)
+    try:
+        module = studies.study(study)
+    except ValueError as e:
+        _fail(str(e))
+    if seeds < 1:
+        _fail(f"--seeds must be at least 1, got {seeds}")
     with _progress_bar() as progress:
-        task = progress.add_task("nosilverbullet", total=runs, status="")
+        task = progress.add_task(study, total=None, status="")
 
-        def on_progress(config: str, mix: tuple[str, ...]) -> None:
-            progress.update(task, advance=1, status=f"{config} / {' + '.join(mix)}")
+        def on_progress(done: int, total: int, label: str) -> None:
+            progress.update(task, total=total, completed=done, status=label)
 
-        results = nsb.run(seconds=seconds, seed=seed, on_progress=on_progress)
-    paper_configs = list(nsb.CONFIGURATIONS)[:3]
-    best = nsb.winners(results, paper_configs)
-    best_all = nsb.winners(results, list(nsb.CONFIGURATIONS))
-    title = f"No silver bullet: Verizon LTE downlink, 150 ms RTT, {seconds:g} s a run"
-    table = Table(title=title)
-    table.add_column("configuration", no_wrap=True)
-    for label, _ in nsb.OBJECTIVES.values():
-        table.add_column(label, justify="right")
-    for config in nsb.CONFIGURATIONS:
-        cells = []
-        for key in nsb.OBJECTIVES:
-            text = f"{float(results[config][key[0]][key[1]]):.2f}"
-            if best[key] == config:
-                text = f"[bold green]{text}*[/]"
-            elif best_all[key] == config:
-                text = f"[bold cyan]{text}+[/]"
-            cells.append(text)
-        table.add_row(config, *cells)
+        results = module.run(quick=quick, seeds=list(range(1, seeds + 1)), on_progress=on_progress)
+    shown = module.table(results)
+    table = Table(title=shown.title)
+    for i, column in enumerate(shown.columns):
+        table.add_column(_literal(column), justify="left" if i == 0 else "right", no_wrap=i == 0)
+    for row in shown.rows:
+        table.add_row(*(_literal(cell) for cell in row))
     console.print(table)
-    console.print(
-        "Mixes: B = 1 bulk transfer, W = on/off web pages, I = a 1 Mbit/s interactive stream."
-        " bulk: throughput (Mbit/s); web: 99.9th-percentile page time (s); int: power ="
-        " throughput / mean one-way delay. * best of the paper's three configurations,"
-        " + best overall."
-    )
-    paper = ", ".join(f"{c} {w} {v:g}" for (c, w), v in nsb.PAPER.items())
-    console.print(f"The paper's slides (B+W): {paper} (bulk Mbit/s, web tail s).")
-    wins = {c: sum(1 for w in best.values() if w == c) for c in paper_configs}
-    verdict = "No configuration wins every objective." if max(wins.values()) < len(best) else ""
-    tally = ", ".join(f"{c} {n}/{len(best)}" for c, n in wins.items())
-    console.print(f"Wins: {tally}. {verdict}")
+    for note in shown.notes:
+        console.print(_literal(note))
+    for claim in shown.claims:
+        mark = "[bold green]holds[/]" if claim.holds else "[bold red]does not hold[/]"
+        console.print(f"{_literal(claim.statement)}: {mark} ({_literal(claim.evidence)})")
     if json_out is not None:
-        serial = {
-            c: {m: {k: float(v) for k, v in o.items()} for m, o in mixes.items()}
-            for c, mixes in results.items()
+        document = {
+            "study": module.NAME,
+            "title": module.TITLE,
+            "quick": quick,
+            "seeds": list(range(1, seeds + 1)),
+            **shown.as_dict(),
+            "results": results,
         }
-        json_out.write_text(json.dumps(serial, indent=2) + "\n")
+        json_out.write_text(json.dumps(document, indent=2) + "\n")
+        console.print(f"written to [bold]{_literal(str(json_out))}[/]")
+
+
+@app.command("studies")
+def list_studies() -> None:
+    """Show the studies `isthmus reproduce` knows."""
+    from isthmus import studies
+
+    table = Table("name", "reproduces", title="studies")
+    for name, module in studies.available().items():
+        table.add_row(name, _literal(module.TITLE))
+    console.print(table)
+
+
+def _literal(text: str) -> Text:
+    """User or study text shown as it is: never read as markup or emoji codes."""
+    return Text(str(text))
 
 
 if __name__ == "__main__":

@@ -1,1 +1,69 @@
-"""Reproductions of published studies, one module each."""
+"""Reproductions of published studies, one module each, found by discovery.
+
+A study module exposes:
+
+- `NAME`: what `isthmus reproduce NAME` calls it;
+- `TITLE`: one line saying what it reproduces;
+- `run(quick: bool, seeds: list[int], on_progress=None) -> dict`: runs the experiment
+  (`quick`: a reduced version that finishes in under two minutes) and returns its raw,
+  JSON-serialisable results; `on_progress(done, total, label)` may be called as it goes;
+- `table(results) -> StudyTable`: the table and claims the study argues from.
+
+Adding a study is adding a module here; nothing else names it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from types import ModuleType
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A statement the study makes and whether this run supports it, with the numbers."""
+
+    statement: str
+    holds: bool
+    evidence: str
+
+
+@dataclass(frozen=True)
+class StudyTable:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    claims: list[Claim] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+REQUIRED = ("NAME", "TITLE", "run", "table")
+
+
+def available() -> dict[str, ModuleType]:
+    """Every study module in this package, by its NAME."""
+    found: dict[str, ModuleType] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        missing = [a for a in REQUIRED if not hasattr(module, a)]
+        if missing:
+            raise RuntimeError(
+                f"study module {module.__name__} lacks {', '.join(missing)}; every study "
+                f"module exposes {', '.join(REQUIRED)}"
+            )
+        found[module.NAME] = module
+    return found
+
+
+def study(name: str) -> ModuleType:
+    studies = available()
+    if name not in studies:
+        raise ValueError(f"unknown study '{name}'; available: {', '.join(sorted(studies))}")
+    return studies[name]

@@ -148,7 +148,7 @@ def run_mix(
     return out
 
 
-def run(seconds: float = 300.0, seed: int = 1, on_progress=None) -> dict:
+def run_all(seconds: float = 300.0, seed: int = 1, on_progress=None) -> dict:
     """Every configuration under every mix: {config: {mix: {objective: value}}}."""
     results: dict = {}
     for config in CONFIGURATIONS:
@@ -158,6 +158,86 @@ def run(seconds: float = 300.0, seed: int = 1, on_progress=None) -> dict:
             if on_progress is not None:
                 on_progress(config, mix)
     return results
+
+
+NAME = "nosilverbullet"
+TITLE = 'Sivaraman et al., "No Silver Bullet: Extending SDN to the Data Plane" (HotNets 2013)'
+FULL_SECONDS, QUICK_SECONDS = 300.0, 60.0
+
+
+def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
+    """Every configuration under every mix for each seed; simulated seconds per run:
+    300 (60 with `quick`)."""
+    seconds = QUICK_SECONDS if quick else FULL_SECONDS
+    total = len(seeds) * len(CONFIGURATIONS) * len(MIXES)
+    done = 0
+
+    def step(config: str, mix: tuple[str, ...]) -> None:
+        nonlocal done
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total, f"{config} / {' + '.join(mix)}")
+
+    per_seed = {str(seed): run_all(seconds, seed, step) for seed in seeds}
+    return {"seconds": seconds, "seeds": list(seeds), "per_seed": per_seed}
+
+
+def mean_results(results: dict) -> dict:
+    """{config: {mix: {objective: mean over seeds}}}."""
+    runs = list(results["per_seed"].values())
+    return {
+        config: {
+            mix: {key: float(np.mean([r[config][mix][key] for r in runs])) for key in objectives}
+            for mix, objectives in mixes.items()
+        }
+        for config, mixes in runs[0].items()
+    }
+
+
+def table(results: dict):
+    from isthmus.studies import Claim, StudyTable
+
+    means = mean_results(results)
+    paper_configs = list(CONFIGURATIONS)[:3]
+    best = winners(means, paper_configs)
+    best_all = winners(means, list(CONFIGURATIONS))
+    rows = []
+    for config in CONFIGURATIONS:
+        cells = [config]
+        for key in OBJECTIVES:
+            text = f"{means[config][key[0]][key[1]]:.2f}"
+            if best[key] == config:
+                text += "*"
+            elif best_all[key] == config:
+                text += "+"
+            cells.append(text)
+        rows.append(cells)
+    wins = {c: sum(1 for w in best.values() if w == c) for c in paper_configs}
+    tally = ", ".join(f"{c} {n}/{len(best)}" for c, n in wins.items())
+    paper = ", ".join(f"{c} {w} {v:g}" for (c, w), v in PAPER.items())
+    seeds = results["seeds"]
+    return StudyTable(
+        title=(
+            f"No silver bullet: Verizon LTE downlink, 150 ms RTT, {results['seconds']:g} s a "
+            f"run, mean of {len(seeds)} seed(s)"
+        ),
+        columns=["configuration", *(label for label, _ in OBJECTIVES.values())],
+        rows=rows,
+        claims=[
+            Claim(
+                "No configuration wins every objective",
+                max(wins.values()) < len(best),
+                f"wins: {tally}",
+            )
+        ],
+        notes=[
+            "Mixes: B = 1 bulk transfer, W = on/off web pages, I = a 1 Mbit/s interactive "
+            "stream. bulk: throughput (Mbit/s); web: 99.9th-percentile page time (s); int: "
+            "power = throughput / mean one-way delay. * best of the paper's three "
+            "configurations, + best overall.",
+            f"The paper's slides (B+W): {paper} (bulk Mbit/s, web tail s).",
+        ],
+    )
 
 
 OBJECTIVES = {
