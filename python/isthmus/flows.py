@@ -22,11 +22,11 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from isthmus import _core, units
-from isthmus.fields import PositiveInt, Size, Strict, Time
+from isthmus.fields import Index, PositiveInt, Size, Strict, Time
 from isthmus.topology import Topology
 from isthmus.workload import SizeDistribution, size_distribution
 
-HostIndex = Annotated[int, Field(ge=0)]
+HostIndex = Index
 
 
 class Stride(Strict):

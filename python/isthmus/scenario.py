@@ -39,7 +39,7 @@ import tomllib
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from isthmus import _core, units
-from isthmus.fields import PositiveInt, QueueLimit, Rate, Size, Strict, Time
+from isthmus.fields import Index, PositiveInt, QueueLimit, Rate, Seed, Size, Strict, Time
 from isthmus.flows import Arrivals as FlowArrivals
 from isthmus.flows import Incast, Poisson, SizeRange, generate_flows
 from isthmus.flows import Pattern as FlowPattern
@@ -51,6 +51,10 @@ from isthmus.workload import read_flow_list, resolve_flow_list
 
 if TYPE_CHECKING:
     from isthmus.control import ControlPlane
+
+
+# A pair of host numbers, written [src, dst].
+HostPair = Annotated[list[Index], Field(min_length=2, max_length=2)]
 
 
 class ScenarioError(ValueError):
@@ -263,7 +267,7 @@ class UdpTraffic(Strict):
 
     kind: Literal["udp"]
     pattern: Literal["permutation", "all_to_all", "pairs"]
-    pairs: list[tuple[int, int]] = []
+    pairs: list[HostPair] = []
     rate: Rate
     arrivals: Literal["constant", "poisson"] = "poisson"
     packet_size: Size = "1500B"
@@ -309,7 +313,7 @@ class UdpTraffic(Strict):
                             f"pairs[{i}]: host {host} does not exist; the topology has "
                             f"{num_hosts} hosts (0..{num_hosts - 1})"
                         )
-            return list(self.pairs)
+            return [(src, dst) for src, dst in self.pairs]
         if self.pattern == "all_to_all":
             return [(s, d) for s in range(num_hosts) for d in range(num_hosts) if s != d]
         return list(enumerate(_core.derangement(num_hosts, seed, stream)))
@@ -412,7 +416,7 @@ class IncastTraffic(Strict):
     round's last byte arrived (partition/aggregate query traffic)."""
 
     kind: Literal["incast"]
-    receiver: Annotated[int, Field(ge=0)]
+    receiver: Index
     senders: PositiveInt
     size: Size
     rounds: PositiveInt = 1
@@ -468,7 +472,7 @@ class BcnTraffic(Strict):
 
     kind: Literal["bcn"]
     pattern: Literal["permutation", "all_to_all", "pairs"]
-    pairs: list[tuple[int, int]] = []
+    pairs: list[HostPair] = []
     fair_share: Rate
     size: Size | None = None
     start: Time = "0s"
@@ -587,7 +591,7 @@ class Run(Strict):
 class Scenario(Strict):
     name: str
     description: str = ""
-    seed: Annotated[int, Field(ge=0)] = 1
+    seed: Seed = 1
     topology: TopologyModel
     network: Network = Network()
     tcp: TcpParams = TcpParams()
