@@ -7,9 +7,40 @@ sim.run("2ms")
 sim.flows()["bytes_delivered"]
 """
 
-from isthmus.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
-from isthmus.simulation import Simulation
-from isthmus.topology import Link, Topology
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Loaded on first use, so `import isthmus.<module>` (the command line's entry point
+# among them) does not pull in the whole package first.
+_EXPORTS = {
+    "Link": "isthmus.topology",
+    "Topology": "isthmus.topology",
+    "Simulation": "isthmus.simulation",
+    "Scenario": "isthmus.scenario",
+    "ScenarioError": "isthmus.scenario",
+    "load_scenario": "isthmus.scenario",
+    "parse_scenario": "isthmus.scenario",
+}
+
+if TYPE_CHECKING:
+    from isthmus.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
+    from isthmus.simulation import Simulation
+    from isthmus.topology import Link, Topology
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'isthmus' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "Link",

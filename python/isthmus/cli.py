@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from isthmus import bench as benchmark
+from isthmus.inputs import allowing
 from isthmus.results import summarize, write_run
 from isthmus.scenario import Scenario, ScenarioError, load_scenario
 from isthmus.units import format_time, time_ps
@@ -71,14 +72,20 @@ def run(
     scenario: str = typer.Argument(..., help="A scenario file, or the name of a bundled one."),
     seed: int | None = typer.Option(None, help="Override the scenario's seed."),
     out: Path | None = typer.Option(None, help="Run folder to write (default runs/NAME-...)."),
+    allow_path: list[Path] = typer.Option(
+        [],
+        "--allow-path",
+        help="A folder outside the scenario's own from which its files may be read.",
+    ),
 ) -> None:
     """Run a scenario with a progress bar, print a summary, write a run folder."""
     try:
         path = resolve_scenario(scenario)
         spec = load_scenario(path)
-        if seed is not None and seed < 0:
-            raise ScenarioError(f"--seed must be a non-negative integer, got {seed}")
-        sim = spec.build(seed=seed, base=path.parent)
+        if seed is not None and not 0 <= seed < 2**64:
+            raise ScenarioError(f"--seed must be an integer in 0..2^64-1, got {seed}")
+        with allowing(allow_path):
+            sim = spec.build(seed=seed, base=path.parent)
     except ScenarioError as e:
         _fail(str(e))
     if out is None:
@@ -87,7 +94,11 @@ def run(
     if out.exists():
         _fail(f"run folder '{out}' already exists; choose another --out")
 
-    wall = _run_with_progress(sim, spec)
+    try:
+        wall = _run_with_progress(sim, spec)
+    except ValueError as e:
+        # A control program's command the engine refused, say: one line, not a traceback.
+        _fail(f"the run stopped at {format_time(sim.now)}: {e}")
     summary = summarize(sim, scenario=spec.name, wall_s=wall)
     folder = write_run(sim, out, scenario_text=path.read_text(), summary=summary)
     _print_summary(summary, folder)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
 import sys
@@ -127,12 +128,41 @@ def _timeseries_table(sim: Simulation) -> pa.Table | None:
     return pa.table(columns)
 
 
+_PARTIAL = re.compile(r"\..+\.partial-(\d+)")
+
+
+def remove_stale_partials(folder: Path) -> list[Path]:
+    """Removes half-written run folders (`.NAME.partial-PID`) whose writer is gone (a
+    run killed mid-write); returns what it removed. A live writer's folder stays."""
+    removed = []
+    for entry in folder.iterdir():
+        match = _PARTIAL.fullmatch(entry.name)
+        if match is None or not entry.is_dir() or _alive(int(match.group(1))):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: alive, and not ours to judge
+    return True
+
+
 def write_run(sim: Simulation, out: Path, *, scenario_text: str, summary: dict) -> Path:
     """Writes the run folder `out`, which must not exist yet; returns it."""
     out = Path(out)
     if out.exists():
         raise FileExistsError(f"run folder '{out}' already exists; choose another --out")
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(out.parent)
     partial = out.parent / f".{out.name}.partial-{os.getpid()}"
     if partial.exists():
         shutil.rmtree(partial)

@@ -29,6 +29,7 @@ impossible topologies are refused with one message that names the field and the 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,13 +37,14 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 import tomllib
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
 
 from isthmus import _core, units
 from isthmus.fields import Index, PositiveInt, QueueLimit, Rate, Seed, Size, Strict, Time
 from isthmus.flows import Arrivals as FlowArrivals
 from isthmus.flows import Incast, Poisson, SizeRange, generate_flows
 from isthmus.flows import Pattern as FlowPattern
+from isthmus.inputs import confined_to, excerpt, read_text, user_file
 from isthmus.queues import Aqm, Scheduler
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
@@ -55,6 +57,19 @@ if TYPE_CHECKING:
 
 # A pair of host numbers, written [src, dst].
 HostPair = Annotated[list[Index], Field(min_length=2, max_length=2)]
+
+
+_RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+
+
+def _run_name(name: str) -> str:
+    # The name becomes part of the run folder's name, so it may not steer the path.
+    if not _RUN_NAME.fullmatch(name):
+        raise ValueError(
+            f"{excerpt(name)} cannot name a run: use 1 to 100 letters, digits, '.', '_' or "
+            "'-', not starting with '.' or '-' (it names the run folder)"
+        )
+    return name
 
 
 class ScenarioError(ValueError):
@@ -186,11 +201,11 @@ class Custom(Strict):
     def build(self, base: Path) -> Topology:
         edges = EdgeList(hosts=self.hosts, switches=self.switches, links=self.links)
         if self.file:
-            path = base / self.file
             try:
-                data = tomllib.loads(path.read_text())
-            except FileNotFoundError:
-                raise ScenarioError(f"topology.file: edge list '{path}' does not exist") from None
+                path = user_file(self.file, base, "edge list")
+                data = _parse_toml(read_text(path, "edge list"))
+            except ValueError as e:
+                raise ScenarioError(f"topology.file: {e}") from None
             try:
                 edges = EdgeList.model_validate(data)
             except ValidationError as e:
@@ -260,6 +275,10 @@ class Network(Strict):
         return self
 
 
+# Each UDP flow is a Python call to add; beyond this a block would take minutes to set up.
+MAX_UDP_FLOWS = 1_000_000
+
+
 class UdpTraffic(Strict):
     """UDP flows between host pairs. `pattern`: permutation (every host sends to one
     other host and receives from one, a random derangement drawn from the seed),
@@ -315,6 +334,12 @@ class UdpTraffic(Strict):
                         )
             return [(src, dst) for src, dst in self.pairs]
         if self.pattern == "all_to_all":
+            flows = num_hosts * (num_hosts - 1)
+            if flows > MAX_UDP_FLOWS:
+                raise ScenarioError(
+                    f"pattern: all_to_all over {num_hosts} hosts makes {flows} flows; at most "
+                    f"{MAX_UDP_FLOWS} per traffic block: use fewer hosts or another pattern"
+                )
             return [(s, d) for s in range(num_hosts) for d in range(num_hosts) if s != d]
         return list(enumerate(_core.derangement(num_hosts, seed, stream)))
 
@@ -589,7 +614,7 @@ class Run(Strict):
 
 
 class Scenario(Strict):
-    name: str
+    name: Annotated[str, AfterValidator(_run_name)]
     description: str = ""
     seed: Seed = 1
     topology: TopologyModel
@@ -630,8 +655,12 @@ class Scenario(Strict):
         return time.perf_counter() - started
 
     def build(self, *, seed: int | None = None, base: Path = Path(".")) -> Simulation:
-        """The simulation this scenario describes; `seed` overrides the file's seed."""
-        seed = self.seed if seed is None else seed
+        """The simulation this scenario describes; `seed` overrides the file's seed.
+        Files it names must lie in `base` (see `isthmus.inputs`)."""
+        with confined_to(base):
+            return self._build(self.seed if seed is None else seed, base)
+
+    def _build(self, seed: int, base: Path) -> Simulation:
         try:
             topology = self.topology.build(base)
         except ValueError as e:
@@ -674,6 +703,10 @@ class Scenario(Strict):
                 raise ScenarioError(f"traffic[{i}]: {e}") from None
         if self.control is not None:
             sim.control_plane = self.control.attach(sim)
+        try:
+            sim.check_run(units.time_ps(self.run.duration))
+        except ValueError as e:
+            raise ScenarioError(f"telemetry: {e}") from None
         return sim
 
 
@@ -683,6 +716,8 @@ def _describe(error: ValidationError, prefix: str = "") -> str:
     for problem in error.errors():
         loc = ".".join(str(part) for part in problem["loc"] if not _is_tag(part))
         message = problem["msg"].removeprefix("Value error, ")
+        if len(message) > 300:
+            message = message[:300] + "..."
         if problem["type"] == "extra_forbidden":
             message = "unknown key; remove it or check its spelling"
         elif problem["type"] == "missing":
@@ -723,21 +758,32 @@ _VARIANT_TAGS = {
 }
 
 
+def _parse_toml(text: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"not valid TOML: {e}") from None
+    except RecursionError:
+        raise ValueError("not valid TOML here: its tables or arrays nest too deeply") from None
+
+
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{source}: not valid TOML: {e}") from None
+        data = _parse_toml(text)
+    except ValueError as e:
+        raise ScenarioError(f"{source}: {e}") from None
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
         raise ScenarioError(_describe(e, prefix=f"{source}: ")) from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: its tables or arrays nest too deeply") from None
 
 
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ScenarioError(f"scenario file '{path}' does not exist") from None
+        text = read_text(user_file(str(path), Path("."), "scenario file"), "scenario file")
+    except ValueError as e:
+        raise ScenarioError(str(e)) from None
     return parse_scenario(text, source=str(path))

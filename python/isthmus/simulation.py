@@ -18,12 +18,16 @@ from isthmus.link_traces import load_trace
 from isthmus.queues import Step, queue_config
 from isthmus.topology import Topology
 from isthmus.transport import TRANSPORTS, TcpParams
-from isthmus.units import rate_bps, size_bytes, time_ps
+from isthmus.units import format_time, rate_bps, size_bytes, time_ps
 
 if TYPE_CHECKING:
     from isthmus.control import ControlPlane
 
 ROUTING_POLICIES = ("ecmp", "spray", "single_path")
+# The largest IPv4 packet.
+MAX_PACKET_BYTES = 65_535
+# Sampled time series stop here: samples x ports cells (8 bytes each, several columns).
+MAX_SAMPLE_CELLS = 200_000_000
 ARRIVALS = ("constant", "poisson")
 
 
@@ -49,6 +53,28 @@ def _bcn(bcn: dict | None) -> tuple[float, float, float, float] | None:
         )
     merged = {**BCN_POINT_DEFAULTS, **bcn}
     return (float(merged["pm"]), float(merged["q_eq"]), float(merged["q_sc"]), float(merged["w"]))
+
+
+def _whole(values: object, name: str, dtype: type, below: int | None = None) -> np.ndarray:
+    """An array of whole numbers for the engine, refused (not wrapped or truncated) if
+    any is negative, fractional or out of range."""
+    array = np.asarray(values)
+    if array.dtype == bool or not (
+        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    ):
+        raise ValueError(f"{name} must hold whole numbers, got {array.dtype} values")
+    if array.size and np.issubdtype(array.dtype, np.floating):
+        bad = np.flatnonzero(~np.isfinite(array) | (array != np.floor(array)))
+        if bad.size:
+            raise ValueError(f"{name}[{bad[0]}] = {array.flat[bad[0]]!r} is not a whole number")
+    top = np.iinfo(dtype).max if below is None else below - 1
+    if array.size:
+        low, high = array.min(), array.max()
+        if low < 0 or high > top:
+            i = int(np.flatnonzero((array < 0) | (array > top))[0])
+            what = f"must be a host number 0..{top}" if below is not None else "is out of range"
+            raise ValueError(f"{name}[{i}] = {array.flat[i]} {what}")
+    return np.ascontiguousarray(array, dtype=dtype)
 
 
 class Simulation:
@@ -100,6 +126,7 @@ class Simulation:
             )
         self.topology = topology
         self.seed = seed
+        self.sample_interval = time_ps(sample_interval) if sample_interval is not None else None
         # The congestion points' settings, if BCN is on (None: off).
         self.bcn_points = _bcn(bcn)
         # The control plane a scenario attached (`[control]`), run by Scenario.execute.
@@ -138,17 +165,26 @@ class Simulation:
     ) -> int:
         """A UDP flow of `rate` from host `src` to host `dst`, sending from `start` until
         `size` payload bytes are sent or `stop` comes, whichever is first. Returns its id."""
+        src, dst = self._host(src, "src"), self._host(dst, "dst")
         if arrivals not in ARRIVALS:
             raise ValueError(f"arrivals must be one of {', '.join(ARRIVALS)}, got {arrivals!r}")
         if size is None and stop is None:
             raise ValueError("a UDP flow needs a size, a stop time, or both")
+        payload = size_bytes(size) if size is not None else 0
+        if size is not None and payload == 0:
+            raise ValueError("size must be at least 1 byte; leave it out to send until stop")
+        wire = size_bytes(packet_size)
+        if wire > MAX_PACKET_BYTES:
+            raise ValueError(
+                f"packet_size {wire} B is larger than an IP packet can be ({MAX_PACKET_BYTES} B)"
+            )
         return self._engine.add_udp_flow(
             src,
             dst,
             rate_bps(rate),
-            size_bytes(packet_size),
+            wire,
             arrivals,
-            size_bytes(size) if size is not None else 0,
+            payload,
             time_ps(start),
             time_ps(stop) if stop is not None else 2**63,
         )
@@ -165,8 +201,8 @@ class Simulation:
         """A TCP, DCTCP or MPTCP (`tcp.mptcp_subflows` subflows) flow of `size` bytes
         opening at `start`, with the simulation's TCP parameters. Returns its id."""
         ids = self.add_tcp_flows(
-            np.array([src]),
-            np.array([dst]),
+            np.array([self._host(src, "src")]),
+            np.array([self._host(dst, "dst")]),
             np.array([size_bytes(size)]),
             np.array([time_ps(start)]),
             transport=transport,
@@ -186,12 +222,15 @@ class Simulation:
         ps). Returns their ids."""
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+        hosts = self.topology.num_hosts
         arrays = (
-            np.ascontiguousarray(src, dtype=np.uint32),
-            np.ascontiguousarray(dst, dtype=np.uint32),
-            np.ascontiguousarray(size, dtype=np.uint64),
-            np.ascontiguousarray(start, dtype=np.uint64),
+            _whole(src, "src", np.uint32, below=hosts),
+            _whole(dst, "dst", np.uint32, below=hosts),
+            _whole(size, "size", np.uint64),
+            _whole(start, "start", np.uint64),
         )
+        if len({len(a) for a in arrays}) != 1:
+            raise ValueError("src, dst, size and start must have the same length")
         first = self._engine.add_tcp_flows(
             *arrays, self._tcp_core, transport, self.tcp.mptcp_subflows
         )
@@ -212,6 +251,7 @@ class Simulation:
         write arrives; its size is known once its time is up. Returns its id."""
         if transport not in ("tcp", "dctcp"):
             raise ValueError(f"a bulk flow's transport must be tcp or dctcp, got {transport!r}")
+        src, dst = self._host(src, "src"), self._host(dst, "dst")
         return self._engine.add_timed_tcp_flow(
             src,
             dst,
@@ -237,7 +277,8 @@ class Simulation:
         with the ramp from `isthmus.transport.dcqcn_marker`."""
         from isthmus.metrics import access_rates
 
-        line_rate = int(access_rates(self)[src]) if 0 <= src < self.topology.num_hosts else 1
+        src, dst = self._host(src, "src"), self._host(dst, "dst")
+        line_rate = int(access_rates(self)[src])
         first = self._engine.add_dcqcn_flows(
             np.array([src], dtype=np.uint32),
             np.array([dst], dtype=np.uint32),
@@ -305,7 +346,8 @@ class Simulation:
 
         if size is None and stop is None:
             raise ValueError("a BCN flow needs a size, a stop time, or both")
-        line_rate = int(access_rates(self)[src]) if 0 <= src < self.topology.num_hosts else 1
+        src, dst = self._host(src, "src"), self._host(dst, "dst")
+        line_rate = int(access_rates(self)[src])
         return self._engine.add_bcn_flow(
             src,
             dst,
@@ -357,6 +399,22 @@ class Simulation:
         """Unloaded round trip (ps) between two hosts: a data packet out, an ACK back."""
         return self._engine.base_rtt(src, dst, data_bytes, ack_bytes)
 
+    def check_run(self, end: int) -> None:
+        """Refuses a run to `end` that goes back in time or would record more sampled
+        time series than `MAX_SAMPLE_CELLS` (saying how many it would)."""
+        if end < self.now:
+            raise ValueError(f"until ({end} ps) is before the current time ({self.now} ps)")
+        if self.sample_interval is None:
+            return
+        ports = len(self._engine.port_table()["node"])
+        samples = end // self.sample_interval
+        if samples * ports > MAX_SAMPLE_CELLS:
+            raise ValueError(
+                f"sample_interval {format_time(self.sample_interval)} over {format_time(end)} "
+                f"records {samples} samples of {ports} ports ({samples * ports} values); at most "
+                f"{MAX_SAMPLE_CELLS}: choose a longer sample_interval or a shorter run"
+            )
+
     def add_flow_entry(self, switch: int | str, priority: int, **match_and_action) -> int:
         """Installs a flow-table entry on `switch` (node index or name) at once; returns
         its id. Match fields: in_port, src, dst, proto, src_port, dst_port, flow; one
@@ -364,8 +422,22 @@ class Simulation:
         through to default routing. Control programs use `isthmus.control` instead."""
         return self._engine.add_entry(0, self.node_index(switch), priority, **match_and_action)
 
+    def _host(self, host: object, name: str) -> int:
+        """A host number argument, checked: an int naming an existing host."""
+        hosts = self.topology.num_hosts
+        if isinstance(host, bool) or not isinstance(host, int | np.integer):
+            raise ValueError(f"{name} must be a host number (an integer), got {host!r}")
+        if not 0 <= host < hosts:
+            raise ValueError(
+                f"{name} host {host} does not exist; hosts are numbered 0..{hosts - 1}"
+            )
+        return int(host)
+
     def node_index(self, node: int | str) -> int:
-        if isinstance(node, int):
+        if isinstance(node, bool) or not isinstance(node, int | str | np.integer):
+            raise ValueError(f"a node is a name or a node number, got {node!r}")
+        if isinstance(node, int | np.integer):
+            node = int(node)
             if not 0 <= node < self.topology.num_nodes:
                 last = self.topology.num_nodes - 1
                 raise ValueError(f"node {node} does not exist; nodes are numbered 0..{last}")
@@ -395,8 +467,7 @@ class Simulation:
         once every flow has finished. Returns whether every flow has finished."""
         end = time_ps(until)
         begin = self.now
-        if end < begin:
-            raise ValueError(f"until ({end} ps) is before the current time ({begin} ps)")
+        self.check_run(end)
         if chunks < 1:
             raise ValueError(f"chunks must be at least 1, got {chunks}")
         for i in range(1, chunks + 1):

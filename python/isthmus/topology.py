@@ -18,10 +18,22 @@ from isthmus.units import rate_bps, time_ps
 
 @dataclass(frozen=True)
 class Link:
-    """Rate and one-way propagation delay of a full-duplex link."""
+    """Rate and one-way propagation delay of a full-duplex link, each with its unit
+    ("10Gbps", "1us"): a bare number here is refused, since Link("1Gbps", 10) would
+    otherwise mean 10 picoseconds."""
 
-    rate: int | str = "10Gbps"
-    delay: int | str = "1us"
+    rate: str = "10Gbps"
+    delay: str = "1us"
+
+    def __post_init__(self) -> None:
+        for name, value, example in (("rate", self.rate, "10Gbps"), ("delay", self.delay, "1us")):
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"Link {name} {value!r} has no unit; write it as a string with one, e.g. "
+                    f"{example!r} (a bare number would be read in "
+                    f"{'bit/s' if name == 'rate' else 'picoseconds'})"
+                )
+        self.as_core()
 
     def as_core(self) -> tuple[int, int]:
         return rate_bps(self.rate), time_ps(self.delay)

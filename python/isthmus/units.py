@@ -24,6 +24,8 @@ def _quantity(value: int | str, parse, kind: str) -> int:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"invalid {kind} {value}: must not be negative")
+        if value >= 2**64:
+            raise ValueError(f"invalid {kind} {value}: too large (at most 2^64 - 1)")
         return value
     return parse(value)
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from isthmus import _core
+from isthmus.inputs import excerpt, read_text, user_file
 
 PACKET_PAYLOAD_BYTES = 1460
 """Bytes per packet in the distributions given in packets (the pFabric/Homa convention)."""
@@ -53,26 +54,36 @@ def size_distribution(name: str, base: Path = Path(".")) -> SizeDistribution:
     """Resolves and validates a distribution; a bad one is a ValueError naming it."""
     stem = SHORT_NAMES.get(name, name)
     bundled = _data("flow_cdfs") / f"{stem}.txt"
-    path = bundled if bundled.exists() else base / name
-    if not path.exists():
+    if bundled.exists():
+        path = bundled
+    elif (base / name).exists():
+        path = user_file(name, base, "flow-size distribution")
+    else:
         raise ValueError(
-            f"no flow-size distribution {name!r}: not a bundled one "
+            f"no flow-size distribution {excerpt(name)}: not a bundled one "
             f"({', '.join([*SHORT_NAMES, *bundled_cdfs()])}) nor a file"
         )
     unit = PACKET_PAYLOAD_BYTES if "PACKETS" in path.stem else 1.0
-    text = path.read_text()
+    text = read_text(path, "flow-size distribution")
     try:
-        _core.cdf_mean(text, unit)
+        mean = _core.cdf_mean(text, unit)
     except ValueError as e:
         raise ValueError(f"flow-size distribution '{path}': {e}") from None
+    if not mean >= 1.0:
+        raise ValueError(
+            f"flow-size distribution '{path}': its mean flow size is {mean:g} B; flows need "
+            "at least one byte"
+        )
     return SizeDistribution(name=name, text=text, unit_bytes=unit)
 
 
 def resolve_flow_list(name: str, base: Path = Path(".")) -> Path:
-    for candidate in (base / name, _data("bench") / name):
-        if candidate.exists():
-            return candidate
-    raise ValueError(f"flow list '{name}' is neither a file nor a bundled list")
+    bundled = _data("bench") / name
+    if (base / name).exists() or not bundled.is_file():
+        if not (base / name).exists():
+            raise ValueError(f"flow list {excerpt(name)} is neither a file nor a bundled list")
+        return user_file(name, base, "flow list")
+    return bundled
 
 
 def read_flow_list(path: Path, num_hosts: int) -> dict[str, np.ndarray]:
@@ -87,7 +98,7 @@ def read_flow_list(path: Path, num_hosts: int) -> dict[str, np.ndarray]:
             f"flow list '{path}': missing column(s) {', '.join(missing)}; "
             f"expected {', '.join(FLOW_LIST_COLUMNS)}"
         )
-    cols = {c: table.column(c).to_numpy().astype(np.int64) for c in FLOW_LIST_COLUMNS}
+    cols = {c: _whole_numbers(table.column(c), c, path) for c in FLOW_LIST_COLUMNS}
     for c, values in cols.items():
         bad = np.flatnonzero(values < 0)
         if bad.size:
@@ -108,3 +119,31 @@ def read_flow_list(path: Path, num_hosts: int) -> dict[str, np.ndarray]:
         "size": cols["size_bytes"].astype(np.uint64),
         "start": cols["start_ps"].astype(np.uint64),
     }
+
+
+def _whole_numbers(column: pa.ChunkedArray, name: str, path: Path) -> np.ndarray:
+    """A flow-list column as int64: every cell present and a whole number in range."""
+    if column.null_count:
+        row = next(i for i, v in enumerate(column.to_pylist()) if v is None)
+        raise ValueError(f"flow list '{path}': row {row + 1}: {name} is empty")
+    if pa.types.is_integer(column.type):
+        values = column.to_numpy()
+        if pa.types.is_unsigned_integer(column.type) and np.any(values > 2**63 - 1):
+            row = int(np.flatnonzero(values > 2**63 - 1)[0])
+            raise ValueError(f"flow list '{path}': row {row + 1}: {name} is too large")
+        return values.astype(np.int64)
+    if pa.types.is_floating(column.type):
+        values = column.to_numpy()
+        bad = np.flatnonzero(~np.isfinite(values) | (values != np.floor(values)))
+        if bad.size:
+            raise ValueError(
+                f"flow list '{path}': row {bad[0] + 1}: {name} {values[bad[0]]!r} is not a "
+                "whole number"
+            )
+        if np.any(np.abs(values) >= 2**63):
+            row = int(np.flatnonzero(np.abs(values) >= 2**63)[0])
+            raise ValueError(f"flow list '{path}': row {row + 1}: {name} is too large")
+        return values.astype(np.int64)
+    raise ValueError(
+        f"flow list '{path}': column {name} holds {column.type} values; it needs whole numbers"
+    )

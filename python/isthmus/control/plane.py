@@ -493,8 +493,7 @@ class ControlPlane:
         engine = self.sim._engine
         end = time_ps(until)
         begin = self.sim.now
-        if end < begin:
-            raise ValueError(f"until ({end} ps) is before the current time ({begin} ps)")
+        self.sim.check_run(end)
         if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
             raise ValueError(f"chunks must be a positive integer, got {chunks!r}")
         engine.attach_control(True)

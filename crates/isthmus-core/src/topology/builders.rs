@@ -2,7 +2,11 @@
 //! hosts in rack order (host h sits on the h / hosts_per_rack-th rack) and adds each
 //! switch's host-facing links before its uplinks, so port numbers are predictable.
 
-use super::{LinkSpec, Topology, TopologyError};
+use super::{check_size, LinkSpec, Topology, TopologyError};
+
+fn wide(values: &[usize]) -> Vec<u128> {
+    values.iter().map(|&v| v as u128).collect()
+}
 
 fn positive(name: &str, value: usize) -> Result<(), TopologyError> {
     if value == 0 {
@@ -31,6 +35,10 @@ pub fn leaf_spine(
     positive("spines", spines)?;
     positive("leaves", leaves)?;
     positive("hosts_per_leaf", hosts_per_leaf)?;
+    let [s, l, h] = wide(&[spines, leaves, hosts_per_leaf])[..] else {
+        unreachable!()
+    };
+    check_size("this leaf-spine", s + l + l * h, l * h + l * s)?;
     let mut topo = Topology::default();
     let spine_ids: Vec<u32> = (0..spines)
         .map(|i| topo.add_switch(format!("spine{i}"), "spine"))
@@ -60,6 +68,13 @@ pub fn fat_tree(
             "fat_tree k must be an even number >= 2, got {k}"
         )));
     }
+    let kk = k as u128;
+    let cube = kk.saturating_mul(kk).saturating_mul(kk);
+    check_size(
+        "this fat-tree",
+        (cube / 4).saturating_add(kk.saturating_mul(kk).saturating_mul(5) / 4),
+        (cube / 4).saturating_mul(3),
+    )?;
     let half = k / 2;
     let mut topo = Topology::default();
     let cores: Vec<u32> = (0..half * half)
@@ -110,6 +125,14 @@ pub fn three_tier(
     positive("aggs", aggs)?;
     positive("edges", edges)?;
     positive("hosts_per_edge", hosts_per_edge)?;
+    let [c, a, e, h] = wide(&[cores, aggs, edges, hosts_per_edge])[..] else {
+        unreachable!()
+    };
+    check_size(
+        "this three-tier tree",
+        c + a + e + e * h,
+        e * h + e * a + a * c,
+    )?;
     let mut topo = Topology::default();
     let core_ids: Vec<u32> = (0..cores)
         .map(|i| topo.add_switch(format!("core{i}"), "core"))
@@ -155,6 +178,16 @@ pub fn vl2(
         )));
     }
     positive("hosts_per_tor", hosts_per_tor)?;
+    let [da, di, h] = wide(&[d_a, d_i, hosts_per_tor])[..] else {
+        unreachable!()
+    };
+    let tors = da * di / 4;
+    let hosts = tors.saturating_mul(h);
+    check_size(
+        "this VL2",
+        hosts.saturating_add(da / 2 + di + tors),
+        hosts.saturating_add(2 * tors + di * da / 2),
+    )?;
     let mut topo = Topology::default();
     let ints: Vec<u32> = (0..d_a / 2)
         .map(|i| topo.add_switch(format!("int{i}"), "intermediate"))
@@ -192,6 +225,10 @@ pub fn ring(
         )));
     }
     positive("hosts_per_switch", hosts_per_switch)?;
+    let [nn, h] = wide(&[n, hosts_per_switch])[..] else {
+        unreachable!()
+    };
+    check_size("this ring", nn + nn * h, nn * h + nn)?;
     let mut topo = Topology::default();
     let sw: Vec<u32> = (0..n)
         .map(|i| topo.add_switch(format!("s{i}"), "switch"))
@@ -217,6 +254,10 @@ pub fn mesh(
         )));
     }
     positive("hosts_per_switch", hosts_per_switch)?;
+    let [nn, h] = wide(&[n, hosts_per_switch])[..] else {
+        unreachable!()
+    };
+    check_size("this mesh", nn + nn * h, nn * h + nn * (nn - 1) / 2)?;
     let mut topo = Topology::default();
     let sw: Vec<u32> = (0..n)
         .map(|i| topo.add_switch(format!("s{i}"), "switch"))
@@ -343,5 +384,35 @@ mod tests {
             ("s2".into(), "c".into(), L),
         ];
         assert!(Topology::custom(&nodes, &links).is_err());
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    const L: LinkSpec = LinkSpec {
+        rate: 1_000_000_000,
+        delay: 1_000_000,
+    };
+
+    #[test]
+    fn networks_beyond_the_limits_are_refused_before_anything_is_built() {
+        let cases = [
+            leaf_spine(2, usize::MAX / 2, 2, L, L),
+            fat_tree(1000, L, L),
+            fat_tree(usize::MAX - 1, L, L),
+            three_tier(1, 2, 1 << 40, 10, L, L, L),
+            vl2(1 << 40, 1 << 40, 1 << 40, L, L),
+            ring(1 << 50, 1, L, L),
+            mesh(100_000, 1, L, L),
+        ];
+        for case in cases {
+            let err = case.unwrap_err().0;
+            assert!(err.contains("the engine builds at most"), "{err}");
+        }
+        // A switch with more ports than 16-bit port numbers allow.
+        let err = leaf_spine(1, 1, 70_000, L, L).unwrap_err().0;
+        assert!(err.contains("ports; a node has at most"), "{err}");
     }
 }

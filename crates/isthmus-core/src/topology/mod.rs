@@ -39,6 +39,24 @@ pub struct Link {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopologyError(pub String);
 
+/// The largest network the engine builds: nodes (hosts and switches), links, and ports
+/// on one node (local port numbers are 16-bit, and one value marks "from this host").
+pub const MAX_NODES: u128 = 1_000_000;
+pub const MAX_LINKS: u128 = 4_000_000;
+pub const MAX_PORTS_PER_NODE: usize = u16::MAX as usize - 1;
+
+/// Refuses a network of `nodes` nodes and `links` links before building it, if it is
+/// larger than the engine builds, saying how large it would be.
+pub fn check_size(what: &str, nodes: u128, links: u128) -> Result<(), TopologyError> {
+    if nodes > MAX_NODES || links > MAX_LINKS {
+        return Err(TopologyError(format!(
+            "{what} would have {nodes} nodes and {links} links; the engine builds at most \
+             {MAX_NODES} nodes and {MAX_LINKS} links: choose smaller parameters"
+        )));
+    }
+    Ok(())
+}
+
 impl fmt::Display for TopologyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -155,6 +173,17 @@ impl Topology {
             }
         }
         let adjacency = self.adjacency();
+        if let Some((n, ports)) = adjacency
+            .iter()
+            .enumerate()
+            .map(|(n, a)| (n, a.len()))
+            .find(|&(_, ports)| ports > MAX_PORTS_PER_NODE)
+        {
+            return Err(TopologyError(format!(
+                "'{}' would have {ports} ports; a node has at most {MAX_PORTS_PER_NODE}",
+                self.nodes[n].name
+            )));
+        }
         let first = self.hosts[0];
         let reached = self.hop_distances(&adjacency, first);
         for &h in &self.hosts {

@@ -162,6 +162,9 @@ pub fn access_rates(topo: &Topology) -> Vec<Rate> {
 /// `stream_base + h`.
 pub const PATTERN_STREAM: u64 = 1 << 31;
 
+/// The most flows one workload may make (each costs about 100 bytes in the engine).
+pub const MAX_FLOWS: usize = 10_000_000;
+
 impl FlowWorkload {
     /// Every sender's flows, merged in time order. Sender h draws its arrival times,
     /// destinations and sizes from workload stream `stream_base + h`, so senders are
@@ -192,6 +195,12 @@ impl FlowWorkload {
             let mut clock = self.arrivals.clock((self.start, self.stop), context);
             let mut nth = 0;
             while let Some(start) = clock.next(&mut rng) {
+                if flows.len() >= MAX_FLOWS {
+                    return Err(format!(
+                        "this workload would make more than {MAX_FLOWS} flows; lower the load, \
+                         the count or the window"
+                    ));
+                }
                 let dst = destinations.choose(src, nth, &mut rng);
                 let size = self.sizes.sample(&mut rng);
                 flows.push(FlowArrival {

@@ -5,6 +5,9 @@ use crate::topology::Topology;
 
 /// Who talks to whom. A sender's flows go to one of its destinations: uniformly at
 /// random, except `AllToAll`, which cycles through every other host in turn.
+/// Patterns that list every host's possible destinations hold at most this many.
+pub const MAX_DESTINATION_PAIRS: u128 = 50_000_000;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pattern {
     /// Every host sends; each flow to a uniformly random other host.
@@ -99,6 +102,18 @@ impl Pattern {
                 Ok(())
             }
         };
+        let listed = matches!(
+            self,
+            Pattern::Random | Pattern::AllToAll | Pattern::OtherRacks
+        );
+        let pairs = n as u128 * (n as u128).saturating_sub(1);
+        if listed && pairs > MAX_DESTINATION_PAIRS {
+            return Err(format!(
+                "this pattern over {n} hosts lists {pairs} (source, destination) pairs; at \
+                 most {MAX_DESTINATION_PAIRS} are supported: use fewer hosts or a pattern \
+                 with fewer destinations (permutation, stride, incast)"
+            ));
+        }
         let all_others = |h: u32| (0..n).filter(move |&d| d != h).collect::<Vec<u32>>();
         let mut per_host = vec![Vec::new(); n as usize];
         let mut pick = Pick::Uniform;
