@@ -155,4 +155,6 @@ def test_the_readme_scenario_example_validates():
         "flows",
         "incast",
         "flow_list",
+        "bcn",
     ]
+    assert [app.name for app in scenario.control.apps] == ["hedera"]

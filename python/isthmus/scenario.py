@@ -580,6 +580,15 @@ class Control(Strict):
     miss: Literal["route", "controller", "drop"] = "route"
     apps: list[ControlApp] = []
 
+    @model_validator(mode="after")
+    def _each_app_once(self) -> Control:
+        names = [app.name for app in self.apps]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            # Two copies would both answer every packet-in and fight over the entries.
+            raise ValueError(f"apps: {', '.join(twice)} listed more than once; list each once")
+        return self
+
     def attach(self, sim: Simulation) -> ControlPlane:
         from isthmus.control import ControlPlane
         from isthmus.control.apps import app_class, is_agent

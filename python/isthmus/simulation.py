@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 ROUTING_POLICIES = ("ecmp", "spray", "single_path")
 # The largest IPv4 packet.
 MAX_PACKET_BYTES = 65_535
-# Sampled time series stop here: samples x ports cells (8 bytes each, several columns).
-MAX_SAMPLE_CELLS = 200_000_000
+# Sampled time series stop here: samples x ports, each 5 columns of 8 bytes (800 MB).
+MAX_SAMPLE_CELLS = 20_000_000
 ARRIVALS = ("constant", "poisson")
 
 
@@ -66,7 +66,8 @@ def _whole(values: object, name: str, dtype: type, below: int | None = None) -> 
     if array.size and np.issubdtype(array.dtype, np.floating):
         bad = np.flatnonzero(~np.isfinite(array) | (array != np.floor(array)))
         if bad.size:
-            raise ValueError(f"{name}[{bad[0]}] = {array.flat[bad[0]]!r} is not a whole number")
+            value = float(array.flat[bad[0]])
+            raise ValueError(f"{name}[{bad[0]}] = {value:g} is not a whole number")
     top = np.iinfo(dtype).max if below is None else below - 1
     if array.size:
         low, high = array.min(), array.max()

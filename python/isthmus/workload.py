@@ -137,7 +137,7 @@ def _whole_numbers(column: pa.ChunkedArray, name: str, path: Path) -> np.ndarray
         bad = np.flatnonzero(~np.isfinite(values) | (values != np.floor(values)))
         if bad.size:
             raise ValueError(
-                f"flow list '{path}': row {bad[0] + 1}: {name} {values[bad[0]]!r} is not a "
+                f"flow list '{path}': row {bad[0] + 1}: {name} {float(values[bad[0]]):g} is not a "
                 "whole number"
             )
         if np.any(np.abs(values) >= 2**63):

@@ -30,12 +30,15 @@ impl RoutingPolicy {
 }
 
 /// Next-hop port sets in compressed rows: `ports[offsets[r]..offsets[r + 1]]` for row
-/// r = row_base[node] + destination host. Nodes with one port have no rows.
+/// r = destination host · (nodes with rows) + row_base[node]. Nodes with one port (hosts)
+/// have no rows. Rows are laid out destination by destination, as they are computed (one
+/// breadth-first search per destination), so building needs no per-row allocation.
 pub struct RouteTable {
     row_base: Vec<u32>,
     offsets: Vec<u32>,
     ports: Vec<u16>,
     num_hosts: u32,
+    routed_nodes: usize,
 }
 
 const SINGLE_PORT: u32 = u32::MAX;
@@ -48,43 +51,38 @@ impl RouteTable {
         let n = topo.nodes.len();
         let num_hosts = topo.num_hosts() as u32;
         let mut row_base = vec![SINGLE_PORT; n];
-        let mut rows = 0u32;
+        let mut routed = Vec::new();
         for (node, adj) in adjacency.iter().enumerate() {
             if adj.len() > 1 {
-                row_base[node] = rows;
-                rows += num_hosts;
+                row_base[node] = routed.len() as u32;
+                routed.push(node);
             }
         }
-        let mut hops: Vec<Vec<u16>> = vec![Vec::new(); rows as usize];
-        for (addr, &target) in topo.hosts.iter().enumerate() {
+        let rows = routed.len() * num_hosts as usize;
+        let mut offsets = Vec::with_capacity(rows + 1);
+        let mut ports = Vec::new();
+        offsets.push(0u32);
+        for &target in &topo.hosts {
             let dist = topo.hop_distances(&adjacency, target);
-            for (node, adj) in adjacency.iter().enumerate() {
-                if row_base[node] == SINGLE_PORT || dist[node] == u32::MAX || node as u32 == target
-                {
-                    continue;
-                }
-                let row = &mut hops[(row_base[node] + addr as u32) as usize];
-                for (local, &(peer, _)) in adj.iter().enumerate() {
-                    let relays =
-                        peer == target || topo.nodes[peer as usize].kind == NodeKind::Switch;
-                    if relays && dist[peer as usize].wrapping_add(1) == dist[node] {
-                        row.push(local as u16);
+            for &node in &routed {
+                if dist[node] != u32::MAX && node as u32 != target {
+                    for (local, &(peer, _)) in adjacency[node].iter().enumerate() {
+                        let relays =
+                            peer == target || topo.nodes[peer as usize].kind == NodeKind::Switch;
+                        if relays && dist[peer as usize].wrapping_add(1) == dist[node] {
+                            ports.push(local as u16);
+                        }
                     }
                 }
+                offsets.push(ports.len() as u32);
             }
-        }
-        let mut offsets = Vec::with_capacity(hops.len() + 1);
-        let mut ports = Vec::new();
-        offsets.push(0);
-        for row in hops {
-            ports.extend_from_slice(&row);
-            offsets.push(ports.len() as u32);
         }
         RouteTable {
             row_base,
             offsets,
             ports,
             num_hosts,
+            routed_nodes: routed.len(),
         }
     }
 
@@ -98,7 +96,7 @@ impl RouteTable {
         if dst >= self.num_hosts {
             return &[];
         }
-        let r = (base + dst) as usize;
+        let r = dst as usize * self.routed_nodes + base as usize;
         &self.ports[self.offsets[r] as usize..self.offsets[r + 1] as usize]
     }
 }

@@ -44,6 +44,9 @@ pub struct TopologyError(pub String);
 pub const MAX_NODES: u128 = 1_000_000;
 pub const MAX_LINKS: u128 = 4_000_000;
 pub const MAX_PORTS_PER_NODE: usize = u16::MAX as usize - 1;
+/// Default routing keeps next hops for every (switch, destination host): at most this
+/// many rows (about 8 bytes each).
+pub const MAX_ROUTE_ROWS: u128 = 100_000_000;
 
 /// Refuses a network of `nodes` nodes and `links` links before building it, if it is
 /// larger than the engine builds, saying how large it would be.
@@ -171,6 +174,15 @@ impl Topology {
                     a.name, b.name
                 )));
             }
+        }
+        let switches = self.nodes.len() - self.hosts.len();
+        let rows = switches as u128 * self.hosts.len() as u128;
+        if rows > MAX_ROUTE_ROWS {
+            return Err(TopologyError(format!(
+                "routing {} hosts through {switches} switches needs {rows} next-hop rows; \
+                 at most {MAX_ROUTE_ROWS}: choose a smaller network",
+                self.hosts.len()
+            )));
         }
         let adjacency = self.adjacency();
         if let Some((n, ports)) = adjacency
