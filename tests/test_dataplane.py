@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from isthmus import Link, ScenarioError, Simulation, Topology, parse_scenario
+from isthmus import Link, ScenarioError, Simulation, Topology, parse_scenario, units
 from isthmus.bench import scenario_path
 from isthmus.metrics import flow_times, slowdown_summary
 from isthmus.queues import CoDel, Drr, Fq, Pifo, StrictPriority, Wfq
@@ -153,7 +153,11 @@ duration = "1ms"
         )
     )
     sim = ok.build()
-    assert sim._engine.queue_config(0)["scheduler"]["kind"] in ("fifo", "drr")
+    # Switch ports take the scenario's scheduler and AQM; host NICs stay FIFO drop-tail.
+    assert sim.port_queue_config("leaf0", 0)["scheduler"]["kind"] == "drr"
+    assert sim.port_queue_config("leaf0", 0)["aqm"]["kind"] == "codel"
+    assert sim.port_queue_config("h0", 0)["scheduler"]["kind"] == "fifo"
+    assert sim.port_queue_config("h0", 0)["aqm"]["kind"] == "drop_tail"
     with pytest.raises(ScenarioError, match=r"network\.scheduler\.quanta\.0: .*has no unit"):
         parse_scenario(base.format(network='scheduler = { kind = "drr", quanta = [1500] }'))
     with pytest.raises(ScenarioError, match=r"network\.aqm: .*'wred'"):
@@ -247,3 +251,20 @@ duration = "1ms"
 """
     with pytest.raises(ScenarioError, match="PFC needs 0 < xon <= xoff"):
         parse_scenario(text).build()
+
+
+def test_aqm_bcn_and_dcqcn_defaults_are_the_engines():
+    from isthmus import _core
+    from isthmus.queues import Pie, queue_config
+    from isthmus.scenario import BcnModel, BcnTraffic
+
+    engine = _core.engine_defaults()
+    codel = queue_config("100pkts", None, CoDel(kind="codel"))["aqm"]
+    assert (codel["target"], codel["interval"]) == (5_000_000_000, 100_000_000_000)
+    assert codel["target"] == engine["codel"]["target"]
+    pie = queue_config("100pkts", None, Pie(kind="pie"))["aqm"]
+    assert {k: pie[k] for k in engine["pie"]} == engine["pie"]
+    point = BcnModel()
+    assert (point.pm, point.q_eq, point.q_sc, point.w) == (0.01, 20.0, 90.0, 2.0)
+    source = BcnTraffic(kind="bcn", pattern="permutation", fair_share="1Gbps", stop="1ms")
+    assert units.rate_bps(source.ru) == 3_000_000 and (source.gi, source.gd) == (4.0, 0.02)

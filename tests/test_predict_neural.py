@@ -159,7 +159,8 @@ def test_score_trains_inside_the_train_split_and_stops_on_the_validation_split(
     model = functools.partial(Gru, scaling=None, hidden=4, epochs=1)
     score(series, [model], window, lead, horizon)
     for (x, y), segment in zip(seen, (cut.train, cut.validation), strict=True):
-        x, y = x[..., 0].numpy(), y[..., 0].numpy()
+        # .cpu(): on a GPU machine the training tensors live on the GPU.
+        x, y = x[..., 0].cpu().numpy(), y[..., 0].cpu().numpy()
         # Inputs and targets from this segment alone: none spans a split boundary, none
         # comes from the test rows.
         assert x.min() == segment.start + 1 and y.max() == segment.stop
@@ -178,7 +179,8 @@ def test_fit_without_validation_holds_out_the_history_end(monkeypatch):
 
     monkeypatch.setattr(nets_module, "train", spy)
     Dense(window=4, scaling=None, epochs=1).fit(np.arange(400.0))
-    assert seen["training"].max() < 300 <= seen["validation"].min()  # the last quarter
+    training, validation = seen["training"].cpu().numpy(), seen["validation"].cpu().numpy()
+    assert training.max() < 300 <= validation.min()  # the last quarter
 
 
 def test_the_same_seed_repeats_and_another_seed_differs():

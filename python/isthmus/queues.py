@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from isthmus import units
+from isthmus import defaults, units
 from isthmus.fields import PositiveInt, QueueLimit, Size, Strict, Time
 
 
@@ -75,8 +75,8 @@ class Red(Strict):
     kind: Literal["red"]
     min: QueueLimit
     max: QueueLimit
-    max_p: Annotated[float, Field(gt=0, le=1)] = 0.1
-    weight: Annotated[float, Field(gt=0, le=1)] = 0.002
+    max_p: Annotated[float, Field(gt=0, le=1)] = defaults.number("red", "max_p")
+    weight: Annotated[float, Field(gt=0, le=1)] = defaults.number("red", "weight")
     gentle: bool = False
     ecn: bool = False
 
@@ -102,8 +102,8 @@ class CoDel(Strict):
     """CoDel (RFC 8289)."""
 
     kind: Literal["codel"]
-    target: Time = "5ms"
-    interval: Time = "100ms"
+    target: Time = defaults.duration("codel", "target")
+    interval: Time = defaults.duration("codel", "interval")
     ecn: bool = False
 
 
@@ -111,11 +111,11 @@ class Pie(Strict):
     """PIE (RFC 8033)."""
 
     kind: Literal["pie"]
-    target: Time = "15ms"
-    t_update: Time = "15ms"
-    alpha: Annotated[float, Field(gt=0)] = 0.125
-    beta: Annotated[float, Field(gt=0)] = 1.25
-    max_burst: Time = "150ms"
+    target: Time = defaults.duration("pie", "target")
+    t_update: Time = defaults.duration("pie", "t_update")
+    alpha: Annotated[float, Field(gt=0)] = defaults.number("pie", "alpha")
+    beta: Annotated[float, Field(gt=0)] = defaults.number("pie", "beta")
+    max_burst: Time = defaults.duration("pie", "max_burst")
     ecn: bool = False
 
 

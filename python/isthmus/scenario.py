@@ -39,7 +39,7 @@ import numpy as np
 import tomllib
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
 
-from isthmus import _core, units
+from isthmus import _core, defaults, units
 from isthmus.fields import Index, PositiveInt, QueueLimit, Rate, Seed, Size, Strict, Time
 from isthmus.flows import Arrivals as FlowArrivals
 from isthmus.flows import Incast, Poisson, SizeRange, generate_flows
@@ -232,10 +232,10 @@ class BcnModel(Strict):
     """BCN congestion points at every switch egress (IBCN's defaults): sampling
     probability, equilibrium and severe-congestion queues (packets), derivative weight."""
 
-    pm: Annotated[float, Field(gt=0, le=1)] = 0.01
-    q_eq: Annotated[float, Field(ge=0)] = 20.0
-    q_sc: Annotated[float, Field(gt=0)] = 90.0
-    w: Annotated[float, Field(ge=0)] = 2.0
+    pm: Annotated[float, Field(gt=0, le=1)] = defaults.number("bcn_point", "pm")
+    q_eq: Annotated[float, Field(ge=0)] = defaults.number("bcn_point", "q_eq")
+    q_sc: Annotated[float, Field(gt=0)] = defaults.number("bcn_point", "q_sc")
+    w: Annotated[float, Field(ge=0)] = defaults.number("bcn_point", "w")
 
     @model_validator(mode="after")
     def _ordered(self) -> BcnModel:
@@ -502,9 +502,9 @@ class BcnTraffic(Strict):
     size: Size | None = None
     start: Time = "0s"
     stop: Time | None = None
-    ru: Rate = "3Mbps"
-    gi: Annotated[float, Field(gt=0)] = 4.0
-    gd: Annotated[float, Field(gt=0)] = 0.02
+    ru: Rate = defaults.rate("bcn_source", "ru")
+    gi: Annotated[float, Field(gt=0)] = defaults.number("bcn_source", "gi")
+    gd: Annotated[float, Field(gt=0)] = defaults.number("bcn_source", "gd")
 
     @model_validator(mode="after")
     def _consistent(self) -> BcnTraffic:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from isthmus import _core
+from isthmus import _core, defaults
 from isthmus.link_traces import load_trace
 from isthmus.queues import Step, queue_config
 from isthmus.topology import Topology
@@ -40,7 +40,7 @@ def _pfc(pfc: tuple[str, str, list[int]] | None) -> tuple[int, int, int] | None:
     return size_bytes(xoff), size_bytes(xon), sum(1 << p for p in set(lossless))
 
 
-BCN_POINT_DEFAULTS = {"pm": 0.01, "q_eq": 20.0, "q_sc": 90.0, "w": 2.0}
+BCN_POINT_DEFAULTS = dict(defaults.ENGINE["bcn_point"])
 
 
 def _bcn(bcn: dict | None) -> tuple[float, float, float, float] | None:
@@ -270,8 +270,8 @@ class Simulation:
         size: int | str,
         *,
         start: int | str = 0,
-        g: float = 1 / 256,
-        mtu: int | str = "1000B",
+        g: float = defaults.number("dcqcn", "g"),
+        mtu: int | str = f"{defaults.ENGINE['dcqcn']['mtu_payload']}B",
     ) -> int:
         """An RDMA-like DCQCN flow of `size` bytes, starting at its host's line rate (the
         DCQCN paper's reaction-point parameters). Returns its id. Switch ports mark
@@ -336,9 +336,9 @@ class Simulation:
         size: int | str | None = None,
         start: int | str = 0,
         stop: int | str | None = None,
-        ru: int | str = "3Mbps",
-        gi: float = 4.0,
-        gd: float = 0.02,
+        ru: int | str = defaults.rate("bcn_source", "ru"),
+        gi: float = defaults.number("bcn_source", "gi"),
+        gd: float = defaults.number("bcn_source", "gd"),
     ) -> int:
         """A BCN-regulated datagram source from `src` to `dst` at its host's line rate
         (IBCN's reaction point: Ru, Gi, Gd), restarting after STOP at `fair_share`.

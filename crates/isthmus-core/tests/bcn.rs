@@ -71,10 +71,6 @@ fn ten_sources_settle_the_queue_near_qeq() {
     let mut sorted = queue.clone();
     sorted.sort_unstable();
     let median = sorted[sorted.len() / 2];
-    eprintln!(
-        "DBG mean {mean} median {median} p90 {}",
-        sorted[sorted.len() * 9 / 10]
-    );
     // Without BCN ten line-rate sources would hold the 1000-packet buffer full; BCN
     // regulates the queue around Qeq, below Qsc, oscillating as its sparse feedback lags.
     assert!(

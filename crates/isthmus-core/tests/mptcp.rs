@@ -193,8 +193,15 @@ fn mptcp_completes_a_finite_transfer_through_losses_with_every_byte_once() {
     assert!(!e.run_until_flows_finish(200 * MS));
     let r = e.flows().next().unwrap();
     assert!(r.finish.is_some(), "the MPTCP transfer finished");
+    // The competing TCP flow filled the queues: the MPTCP flow lost packets and sent
+    // them again (else this test would not be about losses) ...
+    assert!(r.packets_dropped > 0, "no loss happened");
+    assert!(r.retransmissions > 0);
+    // ... the network carried those bytes to the receiver more than once in places,
+    // yet the application got every byte exactly once, in order.
+    assert!(r.bytes_received > size, "{} received", r.bytes_received);
     assert_eq!(r.bytes_delivered, size);
-    assert!(r.bytes_sent >= size);
+    assert!(r.bytes_sent > size);
 }
 
 #[test]

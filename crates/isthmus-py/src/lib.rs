@@ -115,6 +115,93 @@ fn tcp_defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
     Ok(out)
 }
 
+/// The engine's defaults for the AQMs, BCN and DCQCN, so that Python, scenario files
+/// and Rust state each once (TCP's come from `tcp_defaults`).
+#[pyfunction]
+fn engine_defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    use isthmus_core::queue::aqm::{AqmConfig, RED_MAX_P, RED_WEIGHT};
+    use isthmus_core::transport::bcn::{BcnPointConfig, BcnSourceConfig};
+    use isthmus_core::transport::dcqcn::DcqcnConfig;
+    let out = PyDict::new(py);
+    let table = |pairs: Vec<(&str, Bound<'py, PyAny>)>| -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in pairs {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    };
+    if let AqmConfig::CoDel {
+        target, interval, ..
+    } = AqmConfig::codel()
+    {
+        out.set_item(
+            "codel",
+            table(vec![
+                ("target", target.into_pyobject(py)?.into_any()),
+                ("interval", interval.into_pyobject(py)?.into_any()),
+            ])?,
+        )?;
+    }
+    if let AqmConfig::Pie {
+        target,
+        t_update,
+        alpha,
+        beta,
+        max_burst,
+        ..
+    } = AqmConfig::pie()
+    {
+        out.set_item(
+            "pie",
+            table(vec![
+                ("target", target.into_pyobject(py)?.into_any()),
+                ("t_update", t_update.into_pyobject(py)?.into_any()),
+                ("alpha", alpha.into_pyobject(py)?.into_any()),
+                ("beta", beta.into_pyobject(py)?.into_any()),
+                ("max_burst", max_burst.into_pyobject(py)?.into_any()),
+            ])?,
+        )?;
+    }
+    out.set_item(
+        "red",
+        table(vec![
+            ("max_p", RED_MAX_P.into_pyobject(py)?.into_any()),
+            ("weight", RED_WEIGHT.into_pyobject(py)?.into_any()),
+        ])?,
+    )?;
+    let point = BcnPointConfig::default();
+    out.set_item(
+        "bcn_point",
+        table(vec![
+            ("pm", point.sample_probability.into_pyobject(py)?.into_any()),
+            ("q_eq", point.q_eq.into_pyobject(py)?.into_any()),
+            ("q_sc", point.q_sc.into_pyobject(py)?.into_any()),
+            ("w", point.w.into_pyobject(py)?.into_any()),
+        ])?,
+    )?;
+    let source = BcnSourceConfig::ibcn(1, 1);
+    out.set_item(
+        "bcn_source",
+        table(vec![
+            ("ru", source.ru.into_pyobject(py)?.into_any()),
+            ("gi", source.gi.into_pyobject(py)?.into_any()),
+            ("gd", source.gd.into_pyobject(py)?.into_any()),
+        ])?,
+    )?;
+    let dcqcn = DcqcnConfig::paper(1);
+    out.set_item(
+        "dcqcn",
+        table(vec![
+            ("g", dcqcn.g.into_pyobject(py)?.into_any()),
+            (
+                "mtu_payload",
+                dcqcn.mtu_payload.into_pyobject(py)?.into_any(),
+            ),
+        ])?,
+    )?;
+    Ok(out)
+}
+
 /// Validates a flow-size CDF ("size probability" lines, sizes times `unit_bytes`) and
 /// returns its mean in bytes.
 #[pyfunction]
@@ -1042,6 +1129,7 @@ impl Engine {
                 ("finish_ps", col!(|x| opt_i64(x.finish))),
                 ("bytes_sent", col!(|x| x.bytes_sent)),
                 ("bytes_delivered", col!(|x| x.bytes_delivered)),
+                ("bytes_received", col!(|x| x.bytes_received)),
                 ("packets_sent", col!(|x| x.packets_sent)),
                 ("packets_delivered", col!(|x| x.packets_delivered)),
                 ("packets_dropped", col!(|x| x.packets_dropped)),
@@ -1119,6 +1207,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flow_workload, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_senders, m)?)?;
     m.add_function(wrap_pyfunction!(sample_sizes, m)?)?;
+    m.add_function(wrap_pyfunction!(engine_defaults, m)?)?;
     let kinds = PyDict::new(m.py());
     for (name, code) in [
         ("tick", control::TICK),

@@ -50,6 +50,11 @@ pub enum AqmConfig {
     },
 }
 
+/// RED's customary maximum marking probability and queue-average weight (Floyd &
+/// Jacobson 1993 suggest max_p 0.1 and w_q 0.002).
+pub const RED_MAX_P: f64 = 0.1;
+pub const RED_WEIGHT: f64 = 0.002;
+
 impl AqmConfig {
     /// The DCTCP marker: mark when more than `k` wait, counting the arrival.
     pub fn step(k: Limit) -> AqmConfig {

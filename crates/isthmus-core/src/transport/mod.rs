@@ -37,7 +37,11 @@ pub struct FlowRecord {
     /// When the flow ended: sender done and nothing of it left in the network.
     pub finish: Option<Time>,
     pub bytes_sent: u64,
+    /// Application bytes handed to the receiving application, in order, each once.
     pub bytes_delivered: u64,
+    /// Payload bytes that reached the receiver, duplicates (retransmissions of bytes
+    /// it had) included: what the network carried to it.
+    pub bytes_received: u64,
     pub packets_sent: u64,
     pub packets_delivered: u64,
     pub packets_dropped: u64,
@@ -119,6 +123,7 @@ impl Flow {
         if pkt.payload > 0 && pkt.dst == self.record.dst {
             self.record.delay_sum_ps += now - pkt.created;
             self.record.delay_packets += 1;
+            self.record.bytes_received += pkt.payload as u64;
         }
         let ports = (self.src_port, self.dst_port);
         match &mut self.transport {
