@@ -190,6 +190,8 @@ def test_agents_see_only_their_switch_and_talk_with_latency():
         "queues",
         "entries",
         "installed",
+        "watch_flows",
+        "flows",
         "install",
         "delete",
         "select_group",

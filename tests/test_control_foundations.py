@@ -255,3 +255,43 @@ def test_per_flow_entries_at_scale_route_every_flow_by_its_own_entry():
     assert uplinks.tolist() == [flows // 4] * 4
     entries = sim.entries()
     assert len(entries["entry"]) == flows and np.all(entries["packets"] == 1)
+
+
+class Watcher(SwitchAgent):
+    def __init__(self, switch):
+        super().__init__(switch)
+        self.crossings = []
+
+    def on_start(self):
+        self.switch.watch_flows()
+
+    def on_flow_crossing(self, event):
+        self.crossings.append((event.flow, event.src, event.in_port))
+
+
+def test_an_agent_counts_the_flows_crossing_its_switch_only():
+    sim = fabric()
+    plane = ControlPlane(sim)
+    (agent,) = plane.add_agents(Watcher, ["leaf0"])
+    a = sim.add_udp_flow(0, 2, "1Gbps", size=50 * 1472, arrivals="constant")  # crosses leaf0
+    b = sim.add_udp_flow(3, 1, "1Gbps", size=20 * 1472, arrivals="constant")  # into leaf0
+    sim.add_udp_flow(2, 3, "1Gbps", size=10 * 1472, arrivals="constant")  # leaf1 only
+    c = sim.add_tcp_flow(1, 0, "100KB", transport="tcp")  # within leaf0, both directions
+    assert plane.run("10ms", stop_when_flows_finish=True)
+    rows = agent.switch.flows()
+    seen = {(f, s) for f, s in zip(rows["flow"].tolist(), rows["src"].tolist(), strict=True)}
+    assert seen == {(a, 0), (b, 3), (c, 1), (c, 0)}
+    # One crossing event per flow and direction, the first packet's ingress port.
+    assert sorted((f, s) for f, s, _ in agent.crossings) == sorted(seen)
+    first_port = {(f, s): port for f, s, port in agent.crossings}
+    assert first_port[(a, 0)] == 0  # from host 0's port
+    assert first_port[(b, 3)] in (2, 3)  # down from a spine
+    flows = sim.flows()
+    for flow in (a, b):
+        row = rows["flow"].tolist().index(flow)
+        # Every packet of a lossless UDP flow crossed, with its wire bytes.
+        assert rows["packets"][row] == flows["packets_sent"][flow]
+        assert rows["bytes"][row] == flows["bytes_sent"][flow] + 28 * flows["packets_sent"][flow]
+    (idle,) = plane.add_agents(SwitchAgent, ["leaf1"])
+    with pytest.raises(ValueError, match="'leaf1' is not watching its flows"):
+        idle.switch.flows()

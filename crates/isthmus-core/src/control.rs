@@ -38,6 +38,14 @@ pub enum ControlEvent {
     FlowArrival { flow: u32 },
     /// A flow's last byte reached its receiver.
     FlowFinished { flow: u32 },
+    /// A watched switch forwarded the first packet of a flow (in one direction: from
+    /// host `src`).
+    FlowCrossing {
+        switch: u32,
+        flow: u32,
+        src: u32,
+        in_port: u16,
+    },
     /// A flow entry left a switch's table.
     EntryRemoved {
         switch: u32,
@@ -139,7 +147,7 @@ pub enum Command {
     },
 }
 
-use crate::engine::{Buffered, ControlTimer, Engine};
+use crate::engine::{Buffered, ControlTimer, Crossing, Engine};
 use crate::event::{EventKind, PortId};
 use crate::flowtable::{FlowEntry, Forward, Meter, Miss};
 use crate::packet::PacketId;
@@ -857,6 +865,72 @@ impl Engine {
     pub fn switch_entries(&self, switch: u32) -> Result<Vec<&FlowEntry>, String> {
         self.check_switch(switch)?;
         Ok(self.nodes[switch as usize].table.entries())
+    }
+
+    /// Starts keeping per-flow counters at `switch` (and, with a control plane attached,
+    /// reporting each flow's first packet through it).
+    pub fn watch_flows(&mut self, switch: u32) -> Result<(), String> {
+        self.check_switch(switch)?;
+        let node = &mut self.nodes[switch as usize];
+        node.crossings.get_or_insert_with(Default::default);
+        Ok(())
+    }
+
+    /// The flows switch `switch` forwarded since it was watched, by first packet seen
+    /// (then flow, then source): ((flow, source), counters).
+    pub fn crossings(&self, switch: u32) -> Result<Vec<((u32, u32), Crossing)>, String> {
+        self.check_switch(switch)?;
+        let Some(map) = &self.nodes[switch as usize].crossings else {
+            return Err(format!(
+                "switch '{}' is not watching its flows; call watch_flows first",
+                self.topology().nodes[switch as usize].name
+            ));
+        };
+        let mut rows: Vec<_> = map.iter().map(|(&k, &c)| (k, c)).collect();
+        rows.sort_by_key(|&((flow, src), c)| (c.first_seen, flow, src));
+        Ok(rows)
+    }
+
+    pub(crate) fn note_crossing(
+        &mut self,
+        switch: u32,
+        in_port: u16,
+        out_port: u16,
+        pkt: PacketId,
+    ) {
+        let now = self.now();
+        let p = self.arena.get(pkt);
+        let (flow, src, dst, size) = (p.flow, p.src, p.dst, p.size as u64);
+        let map = self.nodes[switch as usize]
+            .crossings
+            .as_mut()
+            .expect("watched");
+        let mut first = false;
+        let c = map.entry((flow, src)).or_insert_with(|| {
+            first = true;
+            Crossing {
+                dst,
+                in_port,
+                out_port,
+                packets: 0,
+                bytes: 0,
+                first_seen: now,
+                last_seen: now,
+            }
+        });
+        c.packets += 1;
+        c.bytes += size;
+        c.last_seen = now;
+        c.out_port = out_port;
+        if first && self.control_attached {
+            let event = ControlEvent::FlowCrossing {
+                switch,
+                flow,
+                src,
+                in_port,
+            };
+            self.control_events.push((now, event));
+        }
     }
 
     /// How many entries switch `switch` holds.

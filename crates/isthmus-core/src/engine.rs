@@ -174,6 +174,9 @@ pub struct NodeState {
     pub rule_drops: u64,
     /// Packets dropped here because their time-to-live ran out (a forwarding loop).
     pub ttl_drops: u64,
+    /// Per-flow counters of the flows this switch forwards, kept only once something
+    /// asked to watch it (a switch agent): (flow, source host) -> what crossed.
+    pub(crate) crossings: Option<Box<crate::flowtable::KeyMap<(u32, u32), Crossing>>>,
     /// Groups and meters defined here or on their way (commands issued): entries may
     /// only use these.
     pub(crate) declared_groups: Vec<bool>,
@@ -195,6 +198,18 @@ pub(crate) struct Buffered {
 pub(crate) struct ControlTimer {
     pub period: Option<Time>,
     pub active: bool,
+}
+
+/// What one direction of one flow sent through a watched switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crossing {
+    pub dst: u32,
+    pub in_port: u16,
+    pub out_port: u16,
+    pub packets: u64,
+    pub bytes: u64,
+    pub first_seen: Time,
+    pub last_seen: Time,
 }
 
 /// Old entries of a migrated flow waiting for the packets already on the old path to
@@ -290,6 +305,7 @@ impl Engine {
                 ttl_drops: 0,
                 declared_groups: Vec::new(),
                 declared_meters: Vec::new(),
+                crossings: None,
             });
             address += host as u32;
             next_port += adjacency[i].len() as u32;
@@ -850,6 +866,9 @@ impl Engine {
         };
         match egress {
             Some(local) if local < self.nodes[node as usize].num_ports => {
+                if self.nodes[node as usize].crossings.is_some() {
+                    self.note_crossing(node, in_port, local, pkt);
+                }
                 let port = self.nodes[node as usize].first_port + local as u32;
                 self.enqueue(port, pkt);
             }

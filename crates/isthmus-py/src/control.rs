@@ -14,6 +14,7 @@ pub const PACKET_IN: u8 = 1;
 pub const FLOW_ARRIVAL: u8 = 2;
 pub const FLOW_FINISHED: u8 = 3;
 pub const ENTRY_REMOVED: u8 = 4;
+pub const FLOW_CROSSING: u8 = 5;
 
 #[derive(Default)]
 struct EventColumns {
@@ -72,6 +73,21 @@ impl EventColumns {
                 row = Row {
                     kind: FLOW_ARRIVAL,
                     flow,
+                    ..row
+                }
+            }
+            ControlEvent::FlowCrossing {
+                switch,
+                flow,
+                src,
+                in_port,
+            } => {
+                row = Row {
+                    kind: FLOW_CROSSING,
+                    switch,
+                    flow,
+                    src,
+                    in_port,
                     ..row
                 }
             }
@@ -223,6 +239,36 @@ impl Engine {
     /// once, the rest when the flow's packets on the path have left it.
     fn retire_path(&mut self, delay: u64, flow: u32, entries: Vec<(u32, u32)>) -> PyResult<()> {
         self.issue(delay, Command::RetirePath { flow, entries })
+    }
+
+    /// Starts per-flow counters (and crossing events) at `switch`.
+    fn watch_flows(&mut self, switch: u32) -> PyResult<()> {
+        self.inner.watch_flows(switch).map_err(value_error)
+    }
+
+    /// The flows a watched switch forwarded: flow, src, dst, in_port, out_port (the
+    /// latest packet's), packets, bytes, first_ps, last_ps; by first packet seen.
+    fn crossing_table<'py>(&self, py: Python<'py>, switch: u32) -> PyResult<Bound<'py, PyDict>> {
+        let rows = self.inner.crossings(switch).map_err(value_error)?;
+        macro_rules! col {
+            ($f:expr) => {
+                column(py, rows.iter().map($f).collect::<Vec<_>>())
+            };
+        }
+        dict_of(
+            py,
+            vec![
+                ("flow", col!(|((f, _), _)| *f)),
+                ("src", col!(|((_, s), _)| *s)),
+                ("dst", col!(|(_, c)| c.dst)),
+                ("in_port", col!(|(_, c)| c.in_port)),
+                ("out_port", col!(|(_, c)| c.out_port)),
+                ("packets", col!(|(_, c)| c.packets)),
+                ("bytes", col!(|(_, c)| c.bytes)),
+                ("first_ps", col!(|(_, c)| c.first_seen)),
+                ("last_ps", col!(|(_, c)| c.last_seen)),
+            ],
+        )
     }
 
     /// Flow entries a switch holds now.

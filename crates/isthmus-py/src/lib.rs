@@ -1215,6 +1215,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("flow_arrival", control::FLOW_ARRIVAL),
         ("flow_finished", control::FLOW_FINISHED),
         ("entry_removed", control::ENTRY_REMOVED),
+        ("flow_crossing", control::FLOW_CROSSING),
     ] {
         kinds.set_item(name, code)?;
     }

@@ -1,7 +1,14 @@
 """The SDN control plane: controllers with a global view, per-switch agents with a
 local one, and the loop that runs them against a simulation."""
 
-from isthmus.control.events import EntryRemoved, FlowArrival, FlowFinished, PacketIn, Tick
+from isthmus.control.events import (
+    EntryRemoved,
+    FlowArrival,
+    FlowCrossing,
+    FlowFinished,
+    PacketIn,
+    Tick,
+)
 from isthmus.control.paths import Paths
 from isthmus.control.plane import Controller, ControlPlane, SwitchAgent, SwitchHandle
 from isthmus.control.portmap import PortMap
@@ -11,6 +18,7 @@ __all__ = [
     "Controller",
     "EntryRemoved",
     "FlowArrival",
+    "FlowCrossing",
     "FlowFinished",
     "PacketIn",
     "Paths",

@@ -15,6 +15,7 @@ PACKET_IN = CONTROL_EVENT_KINDS["packet_in"]
 FLOW_ARRIVAL = CONTROL_EVENT_KINDS["flow_arrival"]
 FLOW_FINISHED = CONTROL_EVENT_KINDS["flow_finished"]
 ENTRY_REMOVED = CONTROL_EVENT_KINDS["entry_removed"]
+FLOW_CROSSING = CONTROL_EVENT_KINDS["flow_crossing"]
 REMOVAL_REASONS = ("idle_timeout", "hard_timeout", "deleted")
 
 
@@ -59,7 +60,17 @@ class EntryRemoved(NamedTuple):
     bytes: int
 
 
-Event = Tick | PacketIn | FlowArrival | FlowFinished | EntryRemoved
+class FlowCrossing(NamedTuple):
+    """A watched switch forwarded the first packet of a flow's direction from `src`."""
+
+    time: int
+    switch: int
+    flow: int
+    src: int
+    in_port: int
+
+
+Event = Tick | PacketIn | FlowArrival | FlowFinished | EntryRemoved | FlowCrossing
 
 
 def decode(columns: dict[str, np.ndarray], flows: dict[str, np.ndarray]) -> list[Event]:
@@ -90,6 +101,10 @@ def decode(columns: dict[str, np.ndarray], flows: dict[str, np.ndarray]) -> list
                 FlowArrival(
                     time, f, int(flows["src"][f]), int(flows["dst"][f]), int(flows["size_bytes"][f])
                 )
+            )
+        elif kind == FLOW_CROSSING:
+            events.append(
+                FlowCrossing(time, c["switch"][i], c["flow"][i], c["src"][i], c["in_port"][i])
             )
         elif kind == FLOW_FINISHED:
             events.append(FlowFinished(time, c["flow"][i]))

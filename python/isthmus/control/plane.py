@@ -30,6 +30,7 @@ from isthmus.control.events import (
     FLOW_ARRIVAL,
     EntryRemoved,
     FlowArrival,
+    FlowCrossing,
     FlowFinished,
     PacketIn,
     Tick,
@@ -148,6 +149,9 @@ class Controller(_Program):
 
     def on_entry_removed(self, event: EntryRemoved) -> None:
         """An entry timed out or was deleted."""
+
+    def on_flow_crossing(self, event: FlowCrossing) -> None:
+        """A switch whose flows an agent watches forwarded a flow's first packet."""
 
     # ---- commands (each after the control latency, plus `extra_delay`) ----------------
 
@@ -342,6 +346,17 @@ class SwitchHandle:
         rows["port"] = (rows.pop("port_index") - first).astype(np.uint16)
         return rows
 
+    def watch_flows(self) -> None:
+        """Starts per-flow counters on this switch: from now on `flows()` lists what each
+        flow sent through it, and the agent's `on_flow_crossing` hears of each new one."""
+        self.__plane.sim._engine.watch_flows(self.__switch)
+
+    def flows(self) -> dict[str, np.ndarray]:
+        """The flows this switch forwarded since `watch_flows`, one row per flow and
+        direction: flow, src, dst, in_port, out_port (of its latest packet), packets,
+        bytes, first_ps, last_ps."""
+        return self.__plane.sim._engine.crossing_table(self.__switch)
+
     def entries(self) -> dict[str, np.ndarray]:
         """Every entry on this switch (whoever installed it), in match order."""
         return self.__plane.sim._engine.entry_table(self.__switch)
@@ -416,6 +431,10 @@ class SwitchAgent(_Program):
 
     def on_entry_removed(self, event: EntryRemoved) -> None:
         """An entry of this switch timed out or was deleted."""
+
+    def on_flow_crossing(self, event: FlowCrossing) -> None:
+        """This switch (once watching, see `SwitchHandle.watch_flows`) forwarded the
+        first packet of a flow in one direction."""
 
 
 class ControlPlane:
@@ -523,6 +542,11 @@ class ControlPlane:
                 callback()
             elif isinstance(event, PacketIn):
                 self._packet_in(event)
+            elif isinstance(event, FlowCrossing):
+                for controller in self.controllers:
+                    controller.on_flow_crossing(event)
+                if event.switch in self.agents:
+                    self.agents[event.switch].on_flow_crossing(event)
             else:
                 if isinstance(event, EntryRemoved) and event.switch in self.agents:
                     agent = self.agents[event.switch]
