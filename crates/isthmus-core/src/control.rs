@@ -10,6 +10,9 @@
 use crate::flowtable::{FlowAction, FlowMatch, Group, RemovalReason};
 use crate::units::{Limit, Rate, Time, SEC};
 
+/// A flow and the host its packets come from (one direction of the flow).
+pub type FlowDirection = (u32, u32);
+
 /// Marks id `id` in a growable list of flags.
 fn mark(flags: &mut Vec<bool>, id: u32) {
     if flags.len() <= id as usize {
@@ -878,7 +881,7 @@ impl Engine {
 
     /// The flows switch `switch` forwarded since it was watched, by first packet seen
     /// (then flow, then source): ((flow, source), counters).
-    pub fn crossings(&self, switch: u32) -> Result<Vec<((u32, u32), Crossing)>, String> {
+    pub fn crossings(&self, switch: u32) -> Result<Vec<(FlowDirection, Crossing)>, String> {
         self.check_switch(switch)?;
         let Some(map) = &self.nodes[switch as usize].crossings else {
             return Err(format!(
