@@ -274,6 +274,15 @@ def test_sigint_at_start_up_exits_130_without_a_traceback():
 
 # ---- the fuzzer ---------------------------------------------------------------------
 
+# A fixed sequence of examples (CI runs the same ones each time); more with the
+# environment variable.
+FUZZ = settings(
+    max_examples=int(os.environ.get("ISTHMUS_FUZZ_EXAMPLES", 300)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+
 # Values a real file might hold, some at the edges: they get past validation and
 # exercise the engine.
 PLAUSIBLE = st.sampled_from(
@@ -407,12 +416,7 @@ def mutate(document: dict, path: tuple, value: object) -> dict:
     return document
 
 
-@settings(
-    max_examples=int(os.environ.get("ISTHMUS_FUZZ_EXAMPLES", 300)),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@FUZZ
 @given(mutations=st.lists(st.tuples(st.sampled_from(KEYS), NASTY), min_size=1, max_size=3))
 def test_fuzzed_scenarios_give_a_scenario_error_or_a_run(mutations):
     document = base_document()
@@ -548,12 +552,7 @@ SHAPES = st.fixed_dictionaries(
 )
 
 
-@settings(
-    max_examples=int(os.environ.get("ISTHMUS_FUZZ_EXAMPLES", 300)),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@FUZZ
 @given(document=SHAPES)
 def test_fuzzed_well_formed_scenarios_run_or_give_a_scenario_error(document):
     try:

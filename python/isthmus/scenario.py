@@ -279,23 +279,20 @@ class Network(Strict):
 MAX_UDP_FLOWS = 1_000_000
 
 
-class UdpTraffic(Strict):
-    """UDP flows between host pairs. `pattern`: permutation (every host sends to one
-    other host and receives from one, a random derangement drawn from the seed),
-    all_to_all (every ordered pair), or pairs (the explicit `pairs` list)."""
+class PairedSources(Strict):
+    """Sources between host pairs, ending by `size`, `stop` or both. `pattern`:
+    permutation (every host sends to one other host and receives from one, a random
+    derangement drawn from the seed), all_to_all (every ordered pair), or pairs (the
+    explicit `pairs` list)."""
 
-    kind: Literal["udp"]
     pattern: Literal["permutation", "all_to_all", "pairs"]
     pairs: list[HostPair] = []
-    rate: Rate
-    arrivals: Literal["constant", "poisson"] = "poisson"
-    packet_size: Size = "1500B"
     size: Size | None = None
     start: Time = "0s"
     stop: Time | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> UdpTraffic:
+    def _consistent(self) -> PairedSources:
         if self.pattern == "pairs" and not self.pairs:
             raise ValueError("pattern 'pairs' needs a non-empty pairs list, e.g. [[0, 1]]")
         if self.pattern != "pairs" and self.pairs:
@@ -306,22 +303,11 @@ class UdpTraffic(Strict):
             raise ValueError(f"stop ({self.stop}) must come after start ({self.start})")
         return self
 
-    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
+    def pairs_for(self, sim: Simulation, index: int) -> list[tuple[int, int]]:
         try:
-            pairs = self.host_pairs(sim.topology.num_hosts, sim.seed, stream=index)
+            return self.host_pairs(sim.topology.num_hosts, sim.seed, stream=index)
         except ScenarioError as e:
             raise ScenarioError(f"traffic[{index}].{e}") from None
-        for src, dst in pairs:
-            sim.add_udp_flow(
-                src,
-                dst,
-                self.rate,
-                size=self.size,
-                start=self.start,
-                stop=self.stop,
-                arrivals=self.arrivals,
-                packet_size=self.packet_size,
-            )
 
     def host_pairs(self, num_hosts: int, seed: int, stream: int) -> list[tuple[int, int]]:
         if self.pattern == "pairs":
@@ -342,6 +328,28 @@ class UdpTraffic(Strict):
                 )
             return [(s, d) for s in range(num_hosts) for d in range(num_hosts) if s != d]
         return list(enumerate(_core.derangement(num_hosts, seed, stream)))
+
+
+class UdpTraffic(PairedSources):
+    """UDP flows between host pairs (see PairedSources for the patterns)."""
+
+    kind: Literal["udp"]
+    rate: Rate
+    arrivals: Literal["constant", "poisson"] = "poisson"
+    packet_size: Size = "1500B"
+
+    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
+        for src, dst in self.pairs_for(sim, index):
+            sim.add_udp_flow(
+                src,
+                dst,
+                self.rate,
+                size=self.size,
+                start=self.start,
+                stop=self.stop,
+                arrivals=self.arrivals,
+                packet_size=self.packet_size,
+            )
 
 
 class PoissonFlows(Strict):
@@ -491,37 +499,15 @@ class FlowList(Strict):
         )
 
 
-class BcnTraffic(Strict):
+class BcnTraffic(PairedSources):
     """BCN-regulated datagram sources (the reaction points IBCN drives) between host
-    pairs, chosen as for UDP traffic; needs `[network.bcn]` congestion points."""
+    pairs (see PairedSources); needs `[network.bcn]` congestion points."""
 
     kind: Literal["bcn"]
-    pattern: Literal["permutation", "all_to_all", "pairs"]
-    pairs: list[HostPair] = []
     fair_share: Rate
-    size: Size | None = None
-    start: Time = "0s"
-    stop: Time | None = None
     ru: Rate = defaults.rate("bcn_source", "ru")
     gi: Annotated[float, Field(gt=0)] = defaults.number("bcn_source", "gi")
     gd: Annotated[float, Field(gt=0)] = defaults.number("bcn_source", "gd")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> BcnTraffic:
-        if self.size is None and self.stop is None:
-            raise ValueError("give size, stop, or both, so the sources end")
-        UdpTraffic.model_validate(
-            {
-                "kind": "udp",
-                "pattern": self.pattern,
-                "pairs": self.pairs,
-                "rate": "1Gbps",
-                "size": self.size,
-                "start": self.start,
-                "stop": self.stop,
-            }
-        )
-        return self
 
     def add_to(self, sim: Simulation, index: int, base: Path) -> None:
         if sim.bcn_points is None:
@@ -529,14 +515,7 @@ class BcnTraffic(Strict):
                 f"traffic[{index}]: BCN sources need congestion points; add a [network.bcn] "
                 "table (its defaults are IBCN's)"
             )
-        chooser = UdpTraffic(
-            kind="udp", pattern=self.pattern, pairs=self.pairs, rate="1Gbps", stop="1s"
-        )
-        try:
-            pairs = chooser.host_pairs(sim.topology.num_hosts, sim.seed, stream=index)
-        except ScenarioError as e:
-            raise ScenarioError(f"traffic[{index}].{e}") from None
-        for src, dst in pairs:
+        for src, dst in self.pairs_for(sim, index):
             sim.add_bcn_flow(
                 src,
                 dst,
