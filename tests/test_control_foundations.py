@@ -295,3 +295,43 @@ def test_an_agent_counts_the_flows_crossing_its_switch_only():
     (idle,) = plane.add_agents(SwitchAgent, ["leaf1"])
     with pytest.raises(ValueError, match="'leaf1' is not watching its flows"):
         idle.switch.flows()
+
+
+class ClassMarker(SwitchAgent):
+    """Marks class 0 at 5 packets on its switch's port 0, leaves class 1 unmarked."""
+
+    def on_start(self):
+        self.switch.set_ecn(0, "5pkts", traffic_class=0)
+
+
+def test_an_agent_sets_ecn_marking_per_port_and_class():
+    from isthmus.queues import Wfq
+
+    sim = Simulation(
+        Topology.leaf_spine(1, 2, 2, fabric_link=Link("10Gbps", "1us")),
+        switch_queue="300pkts",
+        scheduler=Wfq(kind="wfq", weights=[1, 1]),
+    )
+    plane = ControlPlane(sim)
+    (agent,) = plane.add_agents(ClassMarker, ["leaf0"])
+    # Two DCTCP senders into host 0, one per class: host 1 beside it and host 2 across
+    # the spine; they meet only at leaf 0's port 0.
+    for src, cls in ((1, 0), (2, 1)):
+        flow = sim.add_tcp_flow(src, 0, "3MB", transport="dctcp")
+        sim.set_priority(flow, cls)
+    assert plane.run("50ms", stop_when_flows_finish=True)
+    queues = agent.switch.queues()
+    port0 = queues["port"] == 0
+    marks = dict(
+        zip(queues["class"][port0].tolist(), queues["aqm_marks"][port0].tolist(), strict=True)
+    )
+    assert marks[0] > 0 and marks[1] == 0, marks
+    assert agent.switch.ecn(0, traffic_class=0)["kind"] == "ramp"
+    assert agent.switch.ecn(0, traffic_class=1)["kind"] == "drop_tail"
+    assert agent.switch.ecn(1)["kind"] == "drop_tail"  # another port: untouched
+    # Setting the whole port again clears the per-class setting.
+    agent.switch.set_ecn(0, "20pkts")
+    plane.run("51ms")
+    assert agent.switch.ecn(0, traffic_class=1)["kmin"] == ("packets", 20)
+    with pytest.raises(ValueError, match="traffic_class 2 does not exist"):
+        agent.switch.set_ecn(0, "5pkts", traffic_class=2)

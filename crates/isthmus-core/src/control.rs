@@ -684,7 +684,7 @@ impl Engine {
         let same_shape =
             p.queue.config.scheduler == config.scheduler && p.queue.config.limit == config.limit;
         if same_shape {
-            p.queue.set_aqm(config.aqm);
+            p.queue.set_aqm(config.aqm, config.class_aqm);
             return;
         }
         let mut dropped = Vec::new();

@@ -36,6 +36,7 @@ fn star(senders: usize, pfc: Option<Pfc>, sample: bool) -> Engine {
             limit: Limit::Bytes(2_000_000),
             scheduler: SchedulerConfig::Fifo,
             aqm: marker,
+            class_aqm: Vec::new(),
         },
         sample_interval: sample.then_some(20 * US),
         pfc,

@@ -135,6 +135,7 @@ fn coupled_mptcp_takes_about_one_tcp_share_of_a_shared_bottleneck() {
                 gentle: true,
                 ecn: false,
             },
+            class_aqm: Vec::new(),
         },
         ..config()
     };

@@ -169,6 +169,7 @@ fn random_queueing(rng: &mut Rng) -> QueueConfig {
         limit,
         scheduler,
         aqm,
+        class_aqm: Vec::new(),
     }
 }
 

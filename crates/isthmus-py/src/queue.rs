@@ -119,6 +119,15 @@ pub fn queue_config_from(d: &Bound<'_, PyDict>) -> PyResult<QueueConfig> {
         limit: limit(d, "queue", "limit")?,
         scheduler: scheduler_from(&scheduler)?,
         aqm: aqm_from(&aqm)?,
+        class_aqm: match d.get_item("class_aqm")? {
+            None => Vec::new(),
+            Some(list) => list
+                .extract::<Vec<Option<Bound<'_, PyDict>>>>()
+                .map_err(|e| value_error(format!("queue.class_aqm: {e}")))?
+                .iter()
+                .map(|a| a.as_ref().map(aqm_from).transpose())
+                .collect::<PyResult<Vec<_>>>()?,
+        },
     };
     config.validate().map_err(value_error)?;
     Ok(config)
@@ -159,8 +168,23 @@ pub fn queue_config_to<'py>(py: Python<'py>, c: &QueueConfig) -> PyResult<Bound<
             scheduler.set_item("rank", name)?;
         }
     }
+    let out = PyDict::new(py);
+    out.set_item("limit", limit_tuple(&c.limit))?;
+    out.set_item("scheduler", scheduler)?;
+    out.set_item("aqm", aqm_to(py, &c.aqm)?)?;
+    let per_class = c
+        .class_aqm
+        .iter()
+        .map(|a| a.as_ref().map(|a| aqm_to(py, a)).transpose())
+        .collect::<PyResult<Vec<_>>>()?;
+    out.set_item("class_aqm", per_class)?;
+    Ok(out)
+}
+
+/// The dict form of an `AqmConfig`.
+fn aqm_to<'py>(py: Python<'py>, a: &AqmConfig) -> PyResult<Bound<'py, PyDict>> {
     let aqm = PyDict::new(py);
-    match &c.aqm {
+    match a {
         AqmConfig::DropTail => aqm.set_item("kind", "drop_tail")?,
         AqmConfig::Red {
             min,
@@ -211,11 +235,7 @@ pub fn queue_config_to<'py>(py: Python<'py>, c: &QueueConfig) -> PyResult<Bound<
             aqm.set_item("ecn", ecn)?;
         }
     }
-    let out = PyDict::new(py);
-    out.set_item("limit", limit_tuple(&c.limit))?;
-    out.set_item("scheduler", scheduler)?;
-    out.set_item("aqm", aqm)?;
-    Ok(out)
+    Ok(aqm)
 }
 
 #[pymethods]

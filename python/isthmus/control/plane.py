@@ -241,12 +241,17 @@ class Controller(_Program):
         self._plane._engine_call("configure_queue", 0, self._plane.ports.node(switch), config, port)
 
     def set_ecn_threshold(
-        self, switch: int | str, threshold: str | None, port: int | None = None
+        self,
+        switch: int | str,
+        threshold: str | None,
+        port: int | None = None,
+        traffic_class: int | None = None,
     ) -> None:
         """Makes the port's (or every port's) AQM DCTCP's step marker at `threshold`
-        ("65pkts", "100KB"), or drop-tail with None; scheduler and limit stay."""
+        ("65pkts", "100KB"), or drop-tail with None; with `traffic_class`, that class's
+        queue only. Scheduler and limit stay."""
         node = self._plane.ports.node(switch)
-        self._plane._set_marking(node, port, threshold, threshold, 1.0)
+        self._plane._set_marking(node, port, traffic_class, threshold, threshold, 1.0)
 
     # ---- paths -------------------------------------------------------------------------
 
@@ -398,16 +403,22 @@ class SwitchHandle:
         kmin: str | None,
         kmax: str | None = None,
         pmax: float = 1.0,
+        traffic_class: int | None = None,
     ) -> None:
         """ECN marking on local port `port` (None: every port): probability rising from 0
         at `kmin` to `pmax` at `kmax` and 1 above (DCTCP's step when kmin = kmax, the
-        default), or no marking (drop-tail) with `kmin` None. Every class queue of the
-        port takes the same marking (per-class marking is not modelled)."""
-        self.__plane._set_marking(self.__switch, port, kmin, kmax or kmin, pmax)
+        default), or no marking (drop-tail) with `kmin` None. With `traffic_class`, only
+        that class's queue of the port; without, every class (per-class settings go)."""
+        self.__plane._set_marking(self.__switch, port, traffic_class, kmin, kmax or kmin, pmax)
 
-    def ecn(self, port: int) -> dict:
-        """The AQM on local port `port` (kind, and kmin / kmax / pmax for a marker)."""
-        return self.__plane.sim.port_queue_config(self.__switch, port)["aqm"]
+    def ecn(self, port: int, traffic_class: int = 0) -> dict:
+        """The AQM class `traffic_class`'s queue on local port `port` runs (kind, and
+        kmin / kmax / pmax for a marker)."""
+        config = self.__plane.sim.port_queue_config(self.__switch, port)
+        per_class = config.get("class_aqm", [])
+        if traffic_class < len(per_class) and per_class[traffic_class] is not None:
+            return per_class[traffic_class]
+        return config["aqm"]
 
     def send(self, to: str, message: Any) -> None:
         """Delivers `message` to the agent on switch `to` after the agent channel's
@@ -604,7 +615,13 @@ class ControlPlane:
         return self.sim._engine.add_entry(delay, switch, priority, **kwargs)
 
     def _set_marking(
-        self, node: int, port: int | None, kmin: str | None, kmax: str | None, pmax: float
+        self,
+        node: int,
+        port: int | None,
+        traffic_class: int | None,
+        kmin: str | None,
+        kmax: str | None,
+        pmax: float,
     ) -> None:
         current = self.sim.port_queue_config(node, port if port is not None else 0)
         aqm: dict = {"kind": "drop_tail"}
@@ -617,7 +634,20 @@ class ControlPlane:
                 "kmax": units_limit(kmax if kmax is not None else kmin),
                 "pmax": float(pmax),
             }
-        self._engine_call("configure_queue", 0, node, {**current, "aqm": aqm}, port)
+        if traffic_class is None:
+            config = {**current, "aqm": aqm, "class_aqm": []}
+        else:
+            classes = _classes(current["scheduler"])
+            if not 0 <= traffic_class < classes:
+                raise ValueError(
+                    f"traffic_class {traffic_class} does not exist on this port (its "
+                    f"scheduler has classes 0..{classes - 1})"
+                )
+            per_class = list(current.get("class_aqm", []))
+            per_class += [None] * (traffic_class + 1 - len(per_class))
+            per_class[traffic_class] = aqm
+            config = {**current, "class_aqm": per_class}
+        self._engine_call("configure_queue", 0, node, config, port)
 
     def _claim(self, buffer: int) -> None:
         self._claimed.add(buffer)
@@ -649,3 +679,15 @@ _ENTRY_FIELDS = {
     "idle_timeout",
     "hard_timeout",
 }
+
+
+def _classes(scheduler: dict) -> int:
+    """How many class queues a port with this scheduler (engine form) has."""
+    kind = scheduler["kind"]
+    if kind == "strict_priority":
+        return int(scheduler["classes"])
+    if kind == "drr":
+        return len(scheduler["quanta"])
+    if kind == "wfq":
+        return len(scheduler["weights"])
+    return 1

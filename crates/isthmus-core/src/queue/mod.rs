@@ -62,7 +62,11 @@ pub enum SchedulerConfig {
 pub struct QueueConfig {
     pub limit: Limit,
     pub scheduler: SchedulerConfig,
+    /// The AQM of every queue of the port ...
     pub aqm: AqmConfig,
+    /// ... except class c's, which runs `class_aqm[c]` where that is set (ECN marking
+    /// tuned per class, say).
+    pub class_aqm: Vec<Option<AqmConfig>>,
 }
 
 impl QueueConfig {
@@ -71,7 +75,16 @@ impl QueueConfig {
             limit,
             scheduler: SchedulerConfig::Fifo,
             aqm: AqmConfig::DropTail,
+            class_aqm: Vec::new(),
         }
+    }
+
+    /// The AQM class `class`'s queue runs.
+    pub fn aqm_of(&self, class: usize) -> &AqmConfig {
+        self.class_aqm
+            .get(class)
+            .and_then(Option::as_ref)
+            .unwrap_or(&self.aqm)
     }
 
     /// A FIFO marking ECN above `k` (the DCTCP switch).
@@ -80,6 +93,7 @@ impl QueueConfig {
             limit,
             scheduler: SchedulerConfig::Fifo,
             aqm: AqmConfig::step(k),
+            class_aqm: Vec::new(),
         }
     }
 
@@ -94,6 +108,16 @@ impl QueueConfig {
 
     pub fn validate(&self) -> Result<(), String> {
         self.aqm.validate()?;
+        for aqm in self.class_aqm.iter().flatten() {
+            aqm.validate()?;
+        }
+        if self.class_aqm.len() > self.classes() {
+            return Err(format!(
+                "per-class AQMs given for {} classes, but the scheduler has {}",
+                self.class_aqm.len(),
+                self.classes()
+            ));
+        }
         if matches!(self.limit, Limit::Packets(0) | Limit::Bytes(0)) {
             return Err("a queue limit must be greater than zero".into());
         }
@@ -286,13 +310,15 @@ impl PortQueue {
             },
             SchedulerConfig::Pifo { .. } => State::Pifo {
                 heap: BinaryHeap::new(),
-                aqm: Aqm::new(config.aqm.clone()),
+                aqm: Aqm::new(config.aqm_of(0).clone()),
                 flow_finish: KeyMap::default(),
                 virtual_time: 0.0,
                 bytes: 0,
             },
             _ => State::Classes {
-                queues: (0..classes).map(|_| SubQueue::new(&config.aqm)).collect(),
+                queues: (0..classes)
+                    .map(|c| SubQueue::new(config.aqm_of(c)))
+                    .collect(),
                 deficits: vec![0; classes],
                 active: VecDeque::new(),
                 front_credited: false,
@@ -328,7 +354,7 @@ impl PortQueue {
     /// Whether the AQM wants the arriving packet's expected queueing delay.
     #[inline]
     pub fn needs_delay_estimate(&self) -> bool {
-        matches!(self.config.aqm, AqmConfig::Pie { .. })
+        (0..self.counters.len()).any(|c| matches!(self.config.aqm_of(c), AqmConfig::Pie { .. }))
     }
 
     /// The class a packet of `priority` joins.
@@ -432,7 +458,7 @@ impl PortQueue {
                         evicted.push(victim.pkt);
                     }
                 }
-                let aqm = &self.config.aqm;
+                let aqm = self.config.aqm_of(0);
                 let (q, deficit) = flows
                     .entry(item.flow)
                     .or_insert_with(|| (SubQueue::new(aqm), 0));
@@ -757,19 +783,22 @@ impl PortQueue {
         out
     }
 
-    /// Replaces the AQM of every queue with fresh instances of `aqm`, keeping the
-    /// packets where they are.
-    pub fn set_aqm(&mut self, aqm: AqmConfig) {
+    /// Replaces the AQMs (the port's and any per-class ones) with fresh instances of
+    /// `config`'s, keeping the packets where they are.
+    pub fn set_aqm(&mut self, aqm: AqmConfig, class_aqm: Vec<Option<AqmConfig>>) {
+        self.config.aqm = aqm;
+        self.config.class_aqm = class_aqm;
+        let config = &self.config;
         match &mut self.state {
             State::Classes { queues, .. } => queues
                 .iter_mut()
-                .for_each(|q| q.aqm = Aqm::new(aqm.clone())),
+                .enumerate()
+                .for_each(|(c, q)| q.aqm = Aqm::new(config.aqm_of(c).clone())),
             State::Fq { flows, .. } => flows
                 .values_mut()
-                .for_each(|(q, _)| q.aqm = Aqm::new(aqm.clone())),
-            State::Pifo { aqm: a, .. } => *a = Aqm::new(aqm.clone()),
+                .for_each(|(q, _)| q.aqm = Aqm::new(config.aqm_of(0).clone())),
+            State::Pifo { aqm: a, .. } => *a = Aqm::new(config.aqm_of(0).clone()),
         }
-        self.config.aqm = aqm;
     }
 
     /// A queue with `config` holding this one's packets in service order; packets beyond
@@ -783,6 +812,7 @@ impl PortQueue {
     ) -> PortQueue {
         let mut next = PortQueue::new(QueueConfig {
             aqm: AqmConfig::DropTail,
+            class_aqm: Vec::new(),
             ..config.clone()
         });
         for (old, new) in self.counters.iter().zip(next.counters.iter_mut()) {
@@ -795,7 +825,7 @@ impl PortQueue {
                 dropped.push(item.pkt);
             }
         }
-        next.set_aqm(config.aqm);
+        next.set_aqm(config.aqm, config.class_aqm);
         next
     }
 
@@ -845,6 +875,7 @@ mod tests {
             limit: Limit::Packets(100),
             scheduler: SchedulerConfig::StrictPriority { classes: 3 },
             aqm: AqmConfig::DropTail,
+            class_aqm: Vec::new(),
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
@@ -904,6 +935,7 @@ mod tests {
                 limit: big,
                 scheduler: scheduler.clone(),
                 aqm: AqmConfig::DropTail,
+                class_aqm: Vec::new(),
             };
             let s = shares(config, 3, &[1500, 300, 900]);
             for (share, want) in s.iter().zip([1.0 / 6.0, 2.0 / 6.0, 3.0 / 6.0]) {
@@ -918,6 +950,7 @@ mod tests {
             limit: Limit::Packets(100_000),
             scheduler: SchedulerConfig::Fq { quantum: 1514 },
             aqm: AqmConfig::DropTail,
+            class_aqm: Vec::new(),
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
@@ -957,6 +990,7 @@ mod tests {
                 rank: Rank::RemainingSize,
             },
             aqm: AqmConfig::DropTail,
+            class_aqm: Vec::new(),
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
@@ -994,6 +1028,7 @@ mod tests {
             limit: Limit::Packets(4),
             scheduler: SchedulerConfig::Fq { quantum: 1514 },
             aqm: AqmConfig::DropTail,
+            class_aqm: Vec::new(),
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
@@ -1016,6 +1051,7 @@ mod tests {
             limit: Limit::Packets(10),
             scheduler: SchedulerConfig::StrictPriority { classes: 2 },
             aqm: AqmConfig::DropTail,
+            class_aqm: Vec::new(),
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
