@@ -592,6 +592,13 @@ class Control(Strict):
         return plane
 
 
+class Hosts(Strict):
+    """How the hosts' TCP behaves: a profile (see isthmus.transport.HOST_PROFILES and
+    docs/hosts.md); any [tcp] key overrides the profile's value."""
+
+    profile: Literal["datacenter", "linux"] = "datacenter"
+
+
 class Telemetry(Strict):
     sample_interval: Time | None = None
 
@@ -607,6 +614,7 @@ class Scenario(Strict):
     seed: Seed = 1
     topology: TopologyModel
     network: Network = Network()
+    hosts: Hosts = Hosts()
     tcp: TcpParams = TcpParams()
     traffic: list[
         Annotated[
@@ -617,6 +625,11 @@ class Scenario(Strict):
     telemetry: Telemetry = Telemetry()
     control: Control | None = None
     run: Run
+
+    def tcp_params(self) -> TcpParams:
+        """The hosts' profile with the [tcp] keys this scenario sets on top."""
+        overrides = self.tcp.model_dump(include=self.tcp.model_fields_set)
+        return TcpParams.for_profile(self.hosts.profile, **overrides)
 
     def ends_with_flows(self, sim: Simulation) -> bool:
         """Whether the run stops when its last flow finishes (else at the duration)."""
@@ -672,7 +685,7 @@ class Scenario(Strict):
                 if self.network.pfc
                 else None,
                 bcn=self.network.bcn.model_dump() if self.network.bcn else None,
-                tcp=self.tcp,
+                tcp=self.tcp_params(),
             )
         except ValueError as e:
             raise ScenarioError(f"network: {e}") from None

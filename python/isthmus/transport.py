@@ -42,6 +42,21 @@ class TcpParams(Strict):
     mptcp_subflows: Annotated[int, Field(ge=1, le=16)] = Field(
         8, description="subflows per MPTCP connection (8 fill a k=4 fat-tree, Raiciu 2011)"
     )
+    small_queue_time: Time | None = Field(
+        None,
+        description="small-queue backpressure: a sender keeps at most this long at its "
+        "pacing rate (and at least two packets) waiting at its NIC; None: off",
+    )
+
+    @classmethod
+    def for_profile(cls, profile: str, **overrides) -> TcpParams:
+        """The parameters of host profile `profile` ("datacenter" or "linux", see
+        `HOST_PROFILES`), with `overrides` on top."""
+        if profile not in HOST_PROFILES:
+            raise ValueError(
+                f"unknown host profile {profile!r}; choose one of {', '.join(HOST_PROFILES)}"
+            )
+        return cls.model_validate({**HOST_PROFILES[profile], **overrides})
 
     def as_core(self) -> dict:
         """Every parameter in the engine's base units."""
@@ -56,7 +71,28 @@ class TcpParams(Strict):
             "delayed_ack_timeout": units.time_ps(self.delayed_ack_timeout),
             "dctcp_g": self.dctcp_g,
             "dctcp_initial_alpha": self.dctcp_initial_alpha,
+            "small_queue_time": units.time_ps(self.small_queue_time)
+            if self.small_queue_time is not None
+            else None,
         }
+
+
+HOST_PROFILES: dict[str, dict] = {
+    # The reference benchmark's hosts (ARCHITECTURE.md section 6): the engine's defaults.
+    "datacenter": {},
+    # The Linux hosts the scheme papers measured in Mininet, as far as Isthmus models
+    # them (docs/hosts.md gives each value's source). NewReno without SACK for now:
+    # CUBIC and SACK are not modelled yet.
+    "linux": {
+        "initial_cwnd": 10,  # RFC 6928, Linux since 2.6.39
+        "min_rto": "200ms",  # TCP_RTO_MIN
+        "initial_rto": "1s",  # TCP_TIMEOUT_INIT, RFC 6298
+        "ack_every": 2,  # delayed ACKs: every second full segment (RFC 1122)
+        "delayed_ack_timeout": "40ms",  # TCP_DELACK_MIN
+        "rwnd": "3MiB",  # half of tcp_rmem's 6 MiB maximum (tcp_adv_win_scale = 1)
+        "small_queue_time": "1ms",  # TCP Small Queues: sk_pacing_shift = 10
+    },
+}
 
 
 DCQCN_PROFILES = ("paper", "production")

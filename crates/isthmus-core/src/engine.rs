@@ -441,12 +441,28 @@ impl Engine {
     ) -> Result<u32, String> {
         config.validate()?;
         let seed = self.seed;
+        let nic = self.nic_capacity(src, config.mss + crate::transport::tcp::TCP_HEADER_BYTES);
         self.add_transfer(src, dst, size, start, (64_000, 80), |id| {
             let iss = config
                 .isn
                 .unwrap_or_else(|| Rng::stream(seed, Stream::Flow, id as u64).next_u64() as u32);
-            Transport::Tcp(Box::new(TcpFlow::new(*config, size, start, iss)))
+            let mut flow = TcpFlow::new(*config, size, start, iss);
+            flow.set_nic_capacity(nic);
+            Transport::Tcp(Box::new(flow))
         })
+    }
+
+    /// Bytes host `src`'s NIC queue holds, counting full packets of `packet` bytes (0 for
+    /// a host that does not exist: the flow is refused anyway).
+    fn nic_capacity(&self, src: u32, packet: u32) -> u64 {
+        let Some(&node) = self.topology.hosts.get(src as usize) else {
+            return 0;
+        };
+        let port = &self.ports[self.nodes[node as usize].first_port as usize];
+        match port.queue.config.limit {
+            Limit::Packets(n) => n.saturating_mul(packet as u64),
+            Limit::Bytes(b) => b,
+        }
     }
 
     /// Adds an iperf-like TCP (or DCTCP) source: from `start` it sends as fast as TCP
@@ -976,6 +992,14 @@ impl Engine {
                 let c = &mut port.counters;
                 c.max_queue_packets = c.max_queue_packets.max(port.queue.len() as u64);
                 c.max_queue_bytes = c.max_queue_bytes.max(port.queue.bytes());
+                let at_host = self.nodes[port.node as usize].kind == NodeKind::Host;
+                if at_host {
+                    let packet = self.arena.get_mut(pkt);
+                    packet.nic_queued = true;
+                    let record = &mut self.flows[packet.flow as usize].record;
+                    record.nic_queued_bytes += packet.size as u64;
+                }
+                let port = &mut self.ports[port_id as usize];
                 if was_empty || port.stalled {
                     port.stalled = false;
                     self.events.push(
@@ -1226,6 +1250,7 @@ impl Engine {
         self.scratch = dropped;
         let Some((item, marked)) = next else { return };
         self.pfc_leave(item.pkt);
+        self.nic_leave(item.pkt);
         if marked {
             self.arena.get_mut(item.pkt).ecn = ECN_CE;
             self.ports[port_id as usize].counters.ecn_marks += 1;
@@ -1249,8 +1274,28 @@ impl Engine {
         self.outbox = out;
     }
 
+    /// A packet left its source host's NIC queue (sent or dropped): its flow's sender,
+    /// if it stopped for the NIC to drain, may send again.
+    fn nic_leave(&mut self, pkt: PacketId) {
+        let packet = self.arena.get_mut(pkt);
+        if !packet.nic_queued {
+            return;
+        }
+        packet.nic_queued = false;
+        let (flow, size) = (packet.flow, packet.size as u64);
+        let record = &mut self.flows[flow as usize].record;
+        record.nic_queued_bytes -= size;
+        if record.nic_blocked {
+            record.nic_blocked = false;
+            let token = crate::transport::tcp::NIC_DRAINED_TOKEN;
+            self.events
+                .push(self.now, EventKind::FlowTimer { flow, token });
+        }
+    }
+
     pub(crate) fn drop_packet(&mut self, pkt: PacketId) {
         self.pfc_leave(pkt);
+        self.nic_leave(pkt);
         let packet = self.arena.get(pkt);
         let flow = packet.flow;
         let finished = self.flows[flow as usize].on_drop(packet, self.now);

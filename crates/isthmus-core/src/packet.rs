@@ -58,6 +58,9 @@ pub struct Packet {
     /// is counted against that port's PFC ingress occupancy.
     pub ingress: u32,
     pub pfc_held: bool,
+    /// Counted in its flow's bytes waiting at its source host's NIC (small-queue
+    /// backpressure) until it leaves that queue.
+    pub nic_queued: bool,
     /// Hops left (IP time-to-live): set when the packet enters the network, one less at
     /// every switch, dropped there when none are left, so a forwarding loop ends.
     pub ttl: u8,

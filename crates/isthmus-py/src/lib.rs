@@ -74,6 +74,7 @@ struct TcpArgs {
     delayed_ack_timeout: u64,
     dctcp_g: f64,
     dctcp_initial_alpha: f64,
+    small_queue_time: Option<u64>,
 }
 
 impl TcpArgs {
@@ -92,6 +93,7 @@ impl TcpArgs {
                 initial_alpha: self.dctcp_initial_alpha,
             }),
             isn: None,
+            small_queue_time: self.small_queue_time,
         }
     }
 }

@@ -55,6 +55,10 @@ pub struct FlowRecord {
     /// count (the mean is the flow's delay as its application sees it).
     pub delay_sum_ps: u64,
     pub delay_packets: u64,
+    /// Bytes of this flow waiting in its source host's NIC queue now, and whether its
+    /// sender stopped until they drain (TCP small-queue backpressure).
+    pub nic_queued_bytes: u64,
+    pub nic_blocked: bool,
 }
 
 impl FlowRecord {

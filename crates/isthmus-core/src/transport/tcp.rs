@@ -39,6 +39,11 @@ pub const TCP_HEADER_BYTES: u32 = 40;
 const SENDER_TIMER: u32 = 0;
 const RECEIVER_TIMER: u32 = 1;
 const PACING_TIMER: u32 = 2;
+/// The engine's wake-up for a sender that stopped for small-queue backpressure: its
+/// NIC queue drained. Not a restartable timer: a spare wake-up only sends what the
+/// windows allow.
+const NIC_TIMER: u32 = 3;
+pub const NIC_DRAINED_TOKEN: u32 = NIC_TIMER;
 
 /// DCTCP parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -80,7 +85,16 @@ pub struct TcpConfig {
     pub dctcp: Option<Dctcp>,
     /// Initial sequence number; None draws one from the flow's random stream.
     pub isn: Option<u32>,
+    /// Small-queue backpressure (Linux's TCP Small Queues): the sender hands its NIC
+    /// no more while this many bytes of it wait there: the larger of two full packets
+    /// and `small_queue_time` at its pacing rate (cwnd / srtt, times 2 in slow start
+    /// and 1.2 after, as Linux paces), at most `SMALL_QUEUE_CAP`. None: off (the NIC
+    /// takes whatever the window allows, and drops beyond its limit).
+    pub small_queue_time: Option<Time>,
 }
+
+/// Linux's tcp_limit_output_bytes default (1 MiB): the most a flow may queue at its NIC.
+pub const SMALL_QUEUE_CAP: u64 = 1 << 20;
 
 impl Default for TcpConfig {
     fn default() -> Self {
@@ -95,6 +109,7 @@ impl Default for TcpConfig {
             delayed_ack_timeout: 200 * crate::units::US,
             dctcp: None,
             isn: None,
+            small_queue_time: None,
         }
     }
 }
@@ -195,6 +210,8 @@ pub struct TcpFlow {
     window_acked: u64,
     window_marked: u64,
     cwr_end: u64,
+    /// Bytes its host's NIC queue holds: small-queue backpressure keeps below it.
+    nic_capacity: u64,
     /// A controller holds new data back.
     held: bool,
     /// A controller spaces segments at this rate; the next may leave at `next_send`.
@@ -237,6 +254,7 @@ impl TcpFlow {
             window_acked: 0,
             window_marked: 0,
             cwr_end: 0,
+            nic_capacity: u64::MAX,
             held: false,
             pace: None,
             next_send: 0,
@@ -274,6 +292,12 @@ impl TcpFlow {
         }
     }
 
+    /// The size of its host's NIC queue, in bytes (small-queue backpressure never fills
+    /// it: a lone flow then loses nothing at its own NIC).
+    pub fn set_nic_capacity(&mut self, bytes: u64) {
+        self.nic_capacity = bytes;
+    }
+
     pub fn cwnd(&self) -> u64 {
         self.cwnd
     }
@@ -298,6 +322,11 @@ impl TcpFlow {
             }
             PACING_TIMER => {
                 if self.pace_timer.fire(token, io.now, PACING_TIMER, io.out) {
+                    self.send_data(io);
+                }
+            }
+            NIC_TIMER => {
+                if self.phase == Phase::Established {
                     self.send_data(io);
                 }
             }
@@ -412,12 +441,20 @@ impl TcpFlow {
         }
         let mss = self.cfg.mss as u64;
         let window = self.cwnd.min(self.cfg.rwnd);
+        let nic_limit = self.small_queue_limit();
+        // What this call hands the NIC counts at once: the packets reach it afterwards.
+        let mut at_nic = io.record.nic_queued_bytes;
         while self.snd_nxt < self.end() {
             let len = mss.min(self.size - self.snd_nxt.min(self.size));
             let fin = self.snd_nxt + len == self.size;
             if self.snd_nxt > self.snd_una && self.snd_nxt + len > self.snd_una + window {
                 break;
             }
+            if nic_limit.is_some_and(|limit| at_nic >= limit) {
+                io.record.nic_blocked = true;
+                break;
+            }
+            at_nic += len + TCP_HEADER_BYTES as u64;
             if let Some(rate) = self.pace {
                 if io.now < self.next_send {
                     self.pace_timer.set(self.next_send, PACING_TIMER, io.out);
@@ -429,6 +466,24 @@ impl TcpFlow {
             self.snd_nxt += len + fin as u64;
             self.snd_max = self.snd_max.max(self.snd_nxt);
         }
+    }
+
+    /// The most bytes this sender lets wait at its NIC, if small-queue backpressure is
+    /// on (see `TcpConfig::small_queue_time`).
+    fn small_queue_limit(&self) -> Option<u64> {
+        let horizon = self.cfg.small_queue_time?;
+        let two_packets = 2 * (self.cfg.mss as u64 + TCP_HEADER_BYTES as u64);
+        let rate_bps = match (self.pace, self.rtt.srtt()) {
+            (Some(rate), _) => rate as f64,
+            (None, Some(srtt)) if srtt > 0 => {
+                let gain = if self.cwnd < self.ssthresh { 2.0 } else { 1.2 };
+                gain * self.cwnd as f64 * 8.0 / (srtt as f64 / 1e12)
+            }
+            _ => 0.0,
+        };
+        let at_rate = (rate_bps / 8.0 * horizon as f64 / 1e12) as u64;
+        let cap = SMALL_QUEUE_CAP.min(self.nic_capacity.saturating_sub(two_packets));
+        Some(two_packets.max(at_rate.min(cap)))
     }
 
     fn send_segment(&mut self, io: &mut Io, offset: u64, len: u64, fin: bool) {

@@ -1,0 +1,70 @@
+"""Host profiles: the datacenter default and Linux-like hosts (small-queue backpressure,
+Linux's timers), selectable per scenario and overridable field by field."""
+
+import pytest
+
+from isthmus import Link, Simulation, Topology, parse_scenario
+from isthmus.transport import HOST_PROFILES, TcpParams
+
+
+def lone_flow(tcp: TcpParams, rate: str = "1Gbps") -> tuple[float, int, int]:
+    """One TCP flow alone on an idle path for 50 ms: (fraction of line rate delivered,
+    drops at its own NIC, drops anywhere)."""
+    topo = Topology.leaf_spine(1, 2, 1, host_link=Link(rate, "1us"), fabric_link=Link(rate, "1us"))
+    sim = Simulation(topo, tcp=tcp)
+    sim.add_tcp_flow(0, 1, "1GB", transport="tcp")
+    sim.run("50ms")
+    line = Link(rate).as_core()[0]
+    goodput = sim.flows()["bytes_delivered"][0] * 8 / 0.05 / line
+    ports = sim.ports()
+    nic = ports["node"] == sim.topology.nodes()["host_node"][0]
+    return goodput, int(ports["drop_packets"][nic].sum()), int(ports["drop_packets"].sum())
+
+
+@pytest.mark.parametrize("rate", ["1Gbps", "10Gbps"])
+def test_small_queues_keep_a_lone_flow_from_dropping_at_its_own_nic(rate):
+    goodput, nic_drops, drops = lone_flow(TcpParams.for_profile("linux"), rate)
+    assert goodput >= 0.95 and nic_drops == 0 and drops == 0, (goodput, nic_drops)
+    # The same hosts without backpressure overflow their own NIC in slow start.
+    unbounded = TcpParams.for_profile("linux", small_queue_time=None)
+    goodput_without, nic_drops_without, _ = lone_flow(unbounded, rate)
+    assert nic_drops_without > 0 and goodput_without < goodput
+
+
+def test_profiles_hold_their_documented_values_and_take_overrides():
+    linux = TcpParams.for_profile("linux")
+    assert (linux.min_rto, linux.initial_rto, linux.ack_every) == ("200ms", "1s", 2)
+    assert (linux.delayed_ack_timeout, linux.small_queue_time) == ("40ms", "1ms")
+    assert TcpParams.for_profile("datacenter") == TcpParams()
+    assert TcpParams.for_profile("linux", ack_every=1).ack_every == 1
+    assert set(HOST_PROFILES) == {"datacenter", "linux"}
+    with pytest.raises(ValueError, match="unknown host profile 'bsd'"):
+        TcpParams.for_profile("bsd")
+
+
+SCENARIO = """
+name = "hosts"
+[topology]
+kind = "leaf_spine"
+spines = 1
+leaves = 2
+hosts_per_leaf = 1
+{extra}
+[run]
+duration = "1ms"
+"""
+
+
+def test_scenarios_choose_a_profile_and_override_single_fields():
+    linux = parse_scenario(
+        SCENARIO.format(extra='[hosts]\nprofile = "linux"\n[tcp]\nack_every = 1')
+    )
+    params = linux.tcp_params()
+    assert params.min_rto == "200ms" and params.ack_every == 1
+    assert params.small_queue_time == "1ms"
+    default = parse_scenario(SCENARIO.format(extra=""))
+    assert default.tcp_params() == TcpParams()
+    sim = linux.build()
+    assert sim.tcp.min_rto == "200ms"
+    with pytest.raises(ValueError, match="hosts.profile: Input should be 'datacenter' or 'linux'"):
+        parse_scenario(SCENARIO.format(extra='[hosts]\nprofile = "windows"'))
