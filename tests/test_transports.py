@@ -93,5 +93,5 @@ def test_mptcp_subflow_count_is_validated():
     topo = Topology.leaf_spine(1, 1, 2)
     with pytest.raises(ValueError, match="mptcp_subflows"):
         Simulation(topo, tcp={"mptcp_subflows": 17})
-    with pytest.raises(ValueError, match="transport must be one of tcp, dctcp, mptcp"):
+    with pytest.raises(ValueError, match="transport must be one of tcp, dctcp, cubic, mptcp"):
         Simulation(topo).add_tcp_flow(0, 1, "1MB", transport="quic")

@@ -413,7 +413,7 @@ class Flows(Strict):
                     "poisson arrivals at a load need flow sizes; timed sources (duration) "
                     "take batch, profile or on_off arrivals"
                 )
-            if self.transport not in ("tcp", "dctcp"):
+            if self.transport not in ("tcp", "dctcp", "cubic"):
                 raise ValueError(f"timed sources run tcp or dctcp, not {self.transport}")
         return self
 
@@ -455,7 +455,7 @@ class IncastTraffic(Strict):
     rounds: PositiveInt = 1
     gap: Time = "0s"
     start: Time = "0s"
-    transport: Literal["tcp", "dctcp", "dcqcn"] = "dctcp"
+    transport: Literal["tcp", "dctcp", "cubic", "dcqcn"] = "dctcp"
 
     def add_to(self, sim: Simulation, index: int, base: Path) -> None:
         pattern = Incast(receiver=self.receiver, senders=self.senders)

@@ -250,8 +250,10 @@ class Simulation:
         """An iperf-like source: TCP or DCTCP sending as fast as it can for `duration`
         in `write_size` writes (iperf's default: 10 s of 128 KiB), finishing when its last
         write arrives; its size is known once its time is up. Returns its id."""
-        if transport not in ("tcp", "dctcp"):
-            raise ValueError(f"a bulk flow's transport must be tcp or dctcp, got {transport!r}")
+        if transport not in ("tcp", "dctcp", "cubic"):
+            raise ValueError(
+                f"a bulk flow's transport must be tcp, dctcp or cubic, got {transport!r}"
+            )
         src, dst = self._host(src, "src"), self._host(dst, "dst")
         return self._engine.add_timed_tcp_flow(
             src,
@@ -260,7 +262,7 @@ class Simulation:
             time_ps(duration),
             size_bytes(write_size),
             self._tcp_core,
-            transport == "dctcp",
+            transport,
         )
 
     def add_dcqcn_flow(
@@ -507,6 +509,18 @@ class Simulation:
     def flows(self) -> dict[str, np.ndarray]:
         """Per-flow columns; times in ps and -1 where the event has not happened."""
         return self._engine.flow_table()
+
+    def tcp_window(self, flow: int) -> dict:
+        """A TCP flow's congestion window now: `cwnd_bytes`, and for a CUBIC flow
+        `w_max` (segments), `k_s` and `epoch_ps` (None before its first epoch)."""
+        window = self._engine.tcp_window(flow)
+        if window is None:
+            raise ValueError(f"flow {flow} is not a TCP flow (or does not exist)")
+        cwnd, cubic = window
+        out: dict = {"cwnd_bytes": cwnd}
+        if cubic is not None:
+            out.update(w_max=cubic[0], k_s=cubic[1], epoch_ps=cubic[2])
+        return out
 
     def queues(self, node: int | str | None = None) -> dict[str, np.ndarray]:
         """One row per (port, class): waiting packets and bytes, packets in and out,

@@ -11,9 +11,9 @@ from pydantic import Field
 from isthmus import _core, units
 from isthmus.fields import PositiveInt, Size, Strict, Time
 
-TRANSPORTS = ("tcp", "dctcp", "mptcp")
-TransportName = Literal["tcp", "dctcp", "mptcp"]
-FlowTransportName = Literal["tcp", "dctcp", "mptcp", "dcqcn"]
+TRANSPORTS = ("tcp", "dctcp", "cubic", "mptcp")
+TransportName = Literal["tcp", "dctcp", "cubic", "mptcp"]
+FlowTransportName = Literal["tcp", "dctcp", "cubic", "mptcp", "dcqcn"]
 """Transports a generated flow may use: the TCP family, or DCQCN for RDMA-like traffic."""
 
 _ENGINE = _core.tcp_defaults()

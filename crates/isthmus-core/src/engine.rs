@@ -1352,6 +1352,18 @@ impl Engine {
     }
 
     /// Packet arrivals at nodes (one per link traversal).
+    /// A TCP flow's congestion window (bytes) and, if it runs CUBIC, its W_max
+    /// (segments), K (s) and epoch start; None for other transports.
+    pub fn tcp_window(
+        &self,
+        flow: u32,
+    ) -> Option<(u64, Option<crate::transport::cubic::CubicView>)> {
+        match &self.flows.get(flow as usize)?.transport {
+            Transport::Tcp(t) => Some((t.cwnd(), t.cubic_state())),
+            _ => None,
+        }
+    }
+
     /// A live packet's header, for audits and tests.
     pub fn packet(&self, pkt: PacketId) -> &Packet {
         self.arena.get(pkt)

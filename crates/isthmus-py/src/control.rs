@@ -230,6 +230,15 @@ impl Engine {
         self.inner.cancel_control_timer(timer).map_err(value_error)
     }
 
+    /// A TCP flow's congestion window (bytes), and for CUBIC its W_max (segments), K (s)
+    /// and epoch start (ps, None before the first ACK of the epoch); None for others.
+    fn tcp_window(
+        &self,
+        flow: u32,
+    ) -> Option<(u64, Option<isthmus_core::transport::cubic::CubicView>)> {
+        self.inner.tcp_window(flow)
+    }
+
     /// Timers that can still fire.
     fn live_control_timers(&self) -> usize {
         self.inner.live_control_timers()

@@ -78,7 +78,9 @@ struct TcpArgs {
 }
 
 impl TcpArgs {
-    fn config(&self, dctcp: bool) -> TcpConfig {
+    /// The configuration of a `transport` flow: tcp (NewReno), dctcp or cubic.
+    fn config(&self, transport: &str) -> TcpConfig {
+        let dctcp = transport == "dctcp";
         TcpConfig {
             mss: self.mss,
             initial_cwnd: self.initial_cwnd,
@@ -92,6 +94,7 @@ impl TcpArgs {
                 g: self.dctcp_g,
                 initial_alpha: self.dctcp_initial_alpha,
             }),
+            cubic: (transport == "cubic").then(isthmus_core::transport::cubic::Cubic::default),
             isn: None,
             small_queue_time: self.small_queue_time,
         }
@@ -794,21 +797,21 @@ impl Engine {
             size,
             start,
         };
-        let config = tcp.config(transport == "dctcp");
+        let config = tcp.config(transport);
         match transport {
-            "tcp" | "dctcp" => {
+            "tcp" | "dctcp" | "cubic" => {
                 self.add_each(flows, |e, s, d, n, t| e.add_tcp_flow(s, d, n, t, &config))
             }
             "mptcp" => self.add_each(flows, |e, s, d, n, t| {
                 e.add_mptcp_flow(s, d, n, t, subflows, &config)
             }),
             other => Err(value_error(format!(
-                "transport must be tcp, dctcp or mptcp, got {other:?}"
+                "transport must be tcp, dctcp, cubic or mptcp, got {other:?}"
             ))),
         }
     }
 
-    /// Adds an iperf-like TCP (DCTCP when `dctcp`) source that sends for `duration` in
+    /// Adds an iperf-like TCP (tcp, dctcp or cubic) source that sends for `duration` in
     /// `write_size`-byte writes; returns its flow id.
     #[allow(clippy::too_many_arguments)]
     fn add_timed_tcp_flow(
@@ -819,10 +822,17 @@ impl Engine {
         duration: u64,
         write_size: u64,
         tcp: TcpArgs,
-        dctcp: bool,
+        transport: &str,
     ) -> PyResult<u32> {
         self.inner
-            .add_timed_tcp_flow(src, dst, start, duration, write_size, &tcp.config(dctcp))
+            .add_timed_tcp_flow(
+                src,
+                dst,
+                start,
+                duration,
+                write_size,
+                &tcp.config(transport),
+            )
             .map_err(value_error)
     }
 
@@ -881,7 +891,7 @@ impl Engine {
         line_rate: u64,
     ) -> PyResult<u32> {
         let transport = match transport {
-            "tcp" | "dctcp" => RoundTransport::Tcp(tcp.config(transport == "dctcp")),
+            "tcp" | "dctcp" | "cubic" => RoundTransport::Tcp(tcp.config(transport)),
             "dcqcn" => RoundTransport::Dcqcn(isthmus_core::transport::dcqcn::DcqcnConfig::paper(
                 line_rate,
             )),

@@ -3,6 +3,7 @@
 //! end, and hands the engine packets to send and timers to set through an [`Outbox`].
 
 pub mod bcn;
+pub mod cubic;
 pub mod dcqcn;
 pub mod mptcp;
 pub mod reassembly;

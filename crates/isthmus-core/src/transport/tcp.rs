@@ -83,6 +83,8 @@ pub struct TcpConfig {
     /// Longest an ACK is delayed when fewer than `ack_every` segments arrived.
     pub delayed_ack_timeout: Time,
     pub dctcp: Option<Dctcp>,
+    /// CUBIC congestion avoidance (RFC 9438) instead of NewReno's.
+    pub cubic: Option<super::cubic::Cubic>,
     /// Initial sequence number; None draws one from the flow's random stream.
     pub isn: Option<u32>,
     /// Small-queue backpressure (Linux's TCP Small Queues): the sender hands its NIC
@@ -108,6 +110,7 @@ impl Default for TcpConfig {
             ack_every: 1,
             delayed_ack_timeout: 200 * crate::units::US,
             dctcp: None,
+            cubic: None,
             isn: None,
             small_queue_time: None,
         }
@@ -142,6 +145,12 @@ impl TcpConfig {
         ];
         if let Some((_, message)) = checks.iter().find(|(bad, _)| *bad) {
             return Err(message.to_string());
+        }
+        if let Some(c) = self.cubic {
+            c.validate()?;
+            if self.dctcp.is_some() {
+                return Err("a flow runs dctcp or cubic, not both".into());
+            }
         }
         if let Some(d) = self.dctcp {
             let valid = d.g > 0.0 && d.g <= 1.0 && (0.0..=1.0).contains(&d.initial_alpha);
@@ -212,6 +221,8 @@ pub struct TcpFlow {
     cwr_end: u64,
     /// Bytes its host's NIC queue holds: small-queue backpressure keeps below it.
     nic_capacity: u64,
+    cubic: super::cubic::CubicState,
+    hystart: super::cubic::HyStart,
     /// A controller holds new data back.
     held: bool,
     /// A controller spaces segments at this rate; the next may leave at `next_send`.
@@ -255,6 +266,8 @@ impl TcpFlow {
             window_marked: 0,
             cwr_end: 0,
             nic_capacity: u64::MAX,
+            cubic: Default::default(),
+            hystart: Default::default(),
             held: false,
             pace: None,
             next_send: 0,
@@ -300,6 +313,21 @@ impl TcpFlow {
 
     pub fn cwnd(&self) -> u64 {
         self.cwnd
+    }
+
+    /// CUBIC's W_max (segments), K (s) and epoch start, when the flow runs CUBIC.
+    pub fn cubic_state(&self) -> Option<super::cubic::CubicView> {
+        self.cfg.cubic.map(|_| self.cubic.state())
+    }
+
+    /// The slow-start threshold after a congestion event with `flight` bytes out:
+    /// NewReno halves the flight; CUBIC keeps β of the window and starts a new epoch.
+    fn reduced_ssthresh(&mut self, flight: u64) -> u64 {
+        let mss = self.cfg.mss as u64;
+        match self.cfg.cubic {
+            Some(c) => self.cubic.on_congestion(&c, self.cwnd, mss),
+            None => (flight / 2).max(2 * mss),
+        }
     }
 
     pub fn alpha(&self) -> f64 {
@@ -372,7 +400,7 @@ impl TcpFlow {
                 }
                 io.record.timeouts += 1;
                 let flight = self.snd_max - self.snd_una;
-                self.ssthresh = (flight / 2).max(2 * self.cfg.mss as u64);
+                self.ssthresh = self.reduced_ssthresh(flight);
                 self.cwnd = self.cfg.mss as u64;
                 self.ca_bytes = 0;
                 self.in_recovery = false;
@@ -549,8 +577,9 @@ impl TcpFlow {
         let acked = ack - self.snd_una;
         self.snd_una = ack;
         self.snd_nxt = self.snd_nxt.max(ack);
-        if let Some(sent_at) = stamp_of(pkt) {
-            self.rtt.sample(io.now.saturating_sub(sent_at));
+        let rtt_sample = stamp_of(pkt).map(|sent_at| io.now.saturating_sub(sent_at));
+        if let Some(rtt) = rtt_sample {
+            self.rtt.sample(rtt);
         }
         if let Some(d) = self.cfg.dctcp {
             self.window_acked += acked;
@@ -580,6 +609,18 @@ impl TcpFlow {
             self.cwr_end = self.snd_nxt;
         } else if self.cwnd < self.ssthresh {
             self.cwnd += acked.min(mss);
+            let segments = self.cwnd as f64 / mss as f64;
+            if let (Some(_), Some(rtt)) = (self.cfg.cubic, rtt_sample) {
+                if self
+                    .hystart
+                    .on_ack(rtt, self.snd_una, self.snd_nxt, segments)
+                {
+                    self.ssthresh = self.cwnd;
+                }
+            }
+        } else if let Some(c) = self.cfg.cubic {
+            let srtt = self.rtt.srtt().unwrap_or(0);
+            self.cwnd = self.cubic.on_ack(&c, io.now, srtt, self.cwnd, acked, mss);
         } else {
             self.ca_bytes += acked;
             if self.ca_bytes >= self.cwnd {
@@ -604,7 +645,7 @@ impl TcpFlow {
             self.cwnd += mss;
         } else if self.dupacks == 3 && self.recover.is_none_or(|r| self.snd_una > r) {
             let flight = self.snd_max - self.snd_una;
-            self.ssthresh = (flight / 2).max(2 * mss);
+            self.ssthresh = self.reduced_ssthresh(flight);
             self.recover = Some(self.snd_max);
             self.in_recovery = true;
             self.retransmit_first(io);
