@@ -68,3 +68,34 @@ def test_scenarios_choose_a_profile_and_override_single_fields():
     assert sim.tcp.min_rto == "200ms"
     with pytest.raises(ValueError, match="hosts.profile: Input should be 'datacenter' or 'linux'"):
         parse_scenario(SCENARIO.format(extra='[hosts]\nprofile = "windows"'))
+
+
+def short_flows_through_red(ect_control: bool):
+    """100 short DCTCP flows open through RED queues (ECN, 20/60 packets, no hard drop,
+    as ns-3's DCTCP example) that four long DCTCP flows keep in the marking region."""
+    from isthmus.queues import Red
+
+    topo = Topology.leaf_spine(1, 2, 8, fabric_link=Link("10Gbps", "1us"))
+    red = Red(kind="red", min="20pkts", max="60pkts", max_p=1.0, ecn=True, hard_drop=False)
+    sim = Simulation(topo, switch_queue="250pkts", aqm=red, tcp=TcpParams(ect_control=ect_control))
+    for h in range(4):
+        sim.add_tcp_flow(h, 8 + h, "1GB", transport="dctcp")
+    new = [
+        sim.add_tcp_flow(
+            4 + i % 4, 8 + i % 8, "20KB", start=f"{2000 + 50 * i}us", transport="dctcp"
+        )
+        for i in range(100)
+    ]
+    sim.run("30ms")
+    flows = sim.flows()
+    return flows, new, int(sim.ports()["drop_packets"].sum())
+
+
+def test_ecn_capable_handshakes_are_marked_not_dropped_by_red():
+    flows, new, drops = short_flows_through_red(ect_control=False)
+    # Not ECN-capable, SYNs and pure ACKs are RED's to drop: handshakes time out.
+    assert drops > 0 and flows["timeouts"][new].sum() > 0
+    flows, new, drops = short_flows_through_red(ect_control=True)
+    assert drops == 0 and flows["timeouts"][new].sum() == 0
+    assert (flows["finish_ps"][new] > 0).all()
+    assert TcpParams.for_profile("linux").ect_control

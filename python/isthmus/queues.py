@@ -79,6 +79,10 @@ class Red(Strict):
     weight: Annotated[float, Field(gt=0, le=1)] = defaults.number("red", "weight")
     gentle: bool = False
     ecn: bool = False
+    # ns-3's UseHardDrop: above max (2 max when gentle) drop ECN-capable packets too.
+    hard_drop: bool = True
+    # ns-3's Wait: space marks and drops out, none until count x p_b reaches 1.
+    wait: bool = False
 
 
 class Ramp(Strict):
@@ -151,6 +155,8 @@ def _aqm_core(a) -> dict:
             "weight": a.weight,
             "gentle": a.gentle,
             "ecn": a.ecn,
+            "hard_drop": a.hard_drop,
+            "wait": a.wait,
         }
     if isinstance(a, Ramp):
         return {

@@ -48,6 +48,11 @@ class TcpParams(Strict):
         "pacing rate (and at least two packets) waiting at its NIC; None: off",
     )
 
+    ect_control: bool = Field(
+        False,
+        description="DCTCP marks its SYN, SYN-ACK and pure ACKs ECN-capable (RFC 8257 3.4)",
+    )
+
     @classmethod
     def for_profile(cls, profile: str, **overrides) -> TcpParams:
         """The parameters of host profile `profile` ("datacenter" or "linux", see
@@ -74,6 +79,7 @@ class TcpParams(Strict):
             "small_queue_time": units.time_ps(self.small_queue_time)
             if self.small_queue_time is not None
             else None,
+            "ect_control": self.ect_control,
         }
 
 
@@ -91,6 +97,7 @@ HOST_PROFILES: dict[str, dict] = {
         "delayed_ack_timeout": "40ms",  # TCP_DELACK_MIN
         "rwnd": "3MiB",  # half of tcp_rmem's 6 MiB maximum (tcp_adv_win_scale = 1)
         "small_queue_time": "1ms",  # TCP Small Queues: sk_pacing_shift = 10
+        "ect_control": True,  # Linux's DCTCP sets ECT(0) on every packet it sends
     },
 }
 

@@ -134,6 +134,8 @@ fn coupled_mptcp_takes_about_one_tcp_share_of_a_shared_bottleneck() {
                 weight: 0.002,
                 gentle: true,
                 ecn: false,
+                hard_drop: true,
+                wait: false,
             },
             class_aqm: Vec::new(),
         },

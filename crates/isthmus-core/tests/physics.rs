@@ -149,6 +149,8 @@ fn random_queueing(rng: &mut Rng) -> QueueConfig {
             weight: 0.2,
             gentle: true,
             ecn: false,
+            hard_drop: true,
+            wait: false,
         },
         2 => AqmConfig::step(Limit::Packets(5)),
         3 => AqmConfig::CoDel {

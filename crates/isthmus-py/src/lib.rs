@@ -75,6 +75,7 @@ struct TcpArgs {
     dctcp_g: f64,
     dctcp_initial_alpha: f64,
     small_queue_time: Option<u64>,
+    ect_control: bool,
 }
 
 impl TcpArgs {
@@ -95,6 +96,7 @@ impl TcpArgs {
                 initial_alpha: self.dctcp_initial_alpha,
             }),
             cubic: (transport == "cubic").then(isthmus_core::transport::cubic::Cubic::default),
+            ect_control: self.ect_control,
             isn: None,
             small_queue_time: self.small_queue_time,
         }

@@ -84,6 +84,8 @@ fn aqm_from(d: &Bound<'_, PyDict>) -> PyResult<AqmConfig> {
             weight: get(d, "aqm", "weight")?,
             gentle: get(d, "aqm", "gentle")?,
             ecn: get(d, "aqm", "ecn")?,
+            hard_drop: get(d, "aqm", "hard_drop")?,
+            wait: get(d, "aqm", "wait")?,
         },
         "ramp" => AqmConfig::Ramp {
             kmin: limit(d, "aqm", "kmin")?,
@@ -193,8 +195,12 @@ fn aqm_to<'py>(py: Python<'py>, a: &AqmConfig) -> PyResult<Bound<'py, PyDict>> {
             weight,
             gentle,
             ecn,
+            hard_drop,
+            wait,
         } => {
             aqm.set_item("kind", "red")?;
+            aqm.set_item("hard_drop", hard_drop)?;
+            aqm.set_item("wait", wait)?;
             aqm.set_item("min", limit_tuple(min))?;
             aqm.set_item("max", limit_tuple(max))?;
             aqm.set_item("max_p", max_p)?;

@@ -29,6 +29,12 @@ pub enum AqmConfig {
         weight: f64,
         gentle: bool,
         ecn: bool,
+        /// Above the forced-drop threshold, drop ECN-capable packets too (ns-3's
+        /// UseHardDrop, default on); off, they are marked there as well.
+        hard_drop: bool,
+        /// Space marks and drops out more evenly (ns-3's Wait): p_a = p_b / (2 - count
+        /// p_b), and none until count p_b reaches 1; off, p_a = p_b / (1 - count p_b).
+        wait: bool,
     },
     Ramp {
         kmin: Limit,
@@ -282,6 +288,8 @@ impl Aqm {
                 weight,
                 gentle,
                 ecn,
+                hard_drop,
+                wait,
                 ..
             } => {
                 let len = q.measure(min) - 1.0;
@@ -298,7 +306,11 @@ impl Aqm {
                 };
                 if self.avg >= forced_at {
                     self.count = 0;
-                    return Verdict::Drop;
+                    return if !*hard_drop && *ecn && ect {
+                        Verdict::Mark
+                    } else {
+                        Verdict::Drop
+                    };
                 }
                 let pb = Self::red_probability(&self.config, self.avg);
                 if pb <= 0.0 || self.avg < value(min) {
@@ -306,7 +318,16 @@ impl Aqm {
                     return Verdict::Pass;
                 }
                 self.count += 1;
-                let pa = pb / (1.0 - self.count as f64 * pb).max(f64::MIN_POSITIVE);
+                let spread = self.count as f64 * pb;
+                let pa = if *wait {
+                    match spread {
+                        s if s < 1.0 => 0.0,
+                        s if s < 2.0 => pb / (2.0 - s),
+                        _ => 1.0,
+                    }
+                } else {
+                    pb / (1.0 - spread).max(f64::MIN_POSITIVE)
+                };
                 if pa >= 1.0 || rng.next_f64() < pa {
                     self.count = 0;
                     if *ecn && ect {
@@ -494,6 +515,8 @@ mod tests {
             weight: 1.0,
             gentle: false,
             ecn: true,
+            hard_drop: true,
+            wait: false,
         };
         let mut rng = Rng::stream(1, Stream::Workload, 0);
         for queue in [10, 30, 40, 50, 59] {
@@ -520,6 +543,68 @@ mod tests {
     }
 
     #[test]
+    fn red_without_hard_drop_marks_ecn_capable_packets_above_max() {
+        let red = |hard_drop| AqmConfig::Red {
+            min: Limit::Packets(5),
+            max: Limit::Packets(10),
+            max_p: 0.1,
+            weight: 1.0,
+            gentle: false,
+            ecn: true,
+            hard_drop,
+            wait: false,
+        };
+        let mut rng = Rng::stream(1, crate::rng::Stream::Aqm, 0);
+        for hard_drop in [true, false] {
+            let mut aqm = Aqm::new(red(hard_drop));
+            let ect = aqm.on_enqueue(view(50), true, 0, 0, &mut rng);
+            let not_ect = aqm.on_enqueue(view(50), false, 0, 0, &mut rng);
+            assert_eq!(not_ect, Verdict::Drop);
+            let expected = if hard_drop {
+                Verdict::Drop
+            } else {
+                Verdict::Mark
+            };
+            assert_eq!(ect, expected, "hard_drop {hard_drop}");
+        }
+    }
+
+    #[test]
+    fn red_with_wait_spaces_marks_at_least_one_over_p_apart() {
+        // A steady average where p_b = 0.05: with wait no mark comes before count p_b
+        // reaches 1 (20 packets), and the mean gap is longer than without it.
+        let red = |wait| AqmConfig::Red {
+            min: Limit::Packets(0),
+            max: Limit::Packets(20),
+            max_p: 0.1,
+            weight: 1.0,
+            gentle: false,
+            ecn: true,
+            hard_drop: true,
+            wait,
+        };
+        let mut gaps = Vec::new();
+        for wait in [false, true] {
+            let mut rng = Rng::stream(3, crate::rng::Stream::Aqm, 0);
+            let mut aqm = Aqm::new(red(wait));
+            let (mut since, mut shortest, mut marks, n) = (0u32, u32::MAX, 0u32, 200_000);
+            for _ in 0..n {
+                since += 1;
+                if aqm.on_enqueue(view(11), true, 0, 0, &mut rng) == Verdict::Mark {
+                    shortest = shortest.min(since);
+                    marks += 1;
+                    since = 0;
+                }
+            }
+            if wait {
+                assert!(shortest >= 20, "shortest gap {shortest}");
+            }
+            gaps.push(n as f64 / marks as f64);
+        }
+        assert!(gaps[1] > gaps[0], "{gaps:?}");
+    }
+
+    #[test]
     fn gentle_red_ramps_to_one_at_twice_max() {
         let config = AqmConfig::Red {
             min: Limit::Packets(10),
@@ -528,6 +613,8 @@ mod tests {
             weight: 1.0,
             gentle: true,
             ecn: false,
+            hard_drop: true,
+            wait: false,
         };
         assert!((Aqm::red_probability(&config, 30.0) - 0.6).abs() < 1e-12);
         assert_eq!(Aqm::red_probability(&config, 40.0), 1.0);

@@ -83,6 +83,10 @@ pub struct TcpConfig {
     /// Longest an ACK is delayed when fewer than `ack_every` segments arrived.
     pub delayed_ack_timeout: Time,
     pub dctcp: Option<Dctcp>,
+    /// DCTCP marks its SYN, SYN-ACK and pure ACKs ECN-capable too (RFC 8257 section
+    /// 3.4's practice, as Linux's and ns-3's DCTCP do), so a marking queue marks them
+    /// instead of dropping them; a CE mark on them is not a congestion signal.
+    pub ect_control: bool,
     /// CUBIC congestion avoidance (RFC 9438) instead of NewReno's.
     pub cubic: Option<super::cubic::Cubic>,
     /// Initial sequence number; None draws one from the flow's random stream.
@@ -110,6 +114,7 @@ impl Default for TcpConfig {
             ack_every: 1,
             delayed_ack_timeout: 200 * crate::units::US,
             dctcp: None,
+            ect_control: false,
             cubic: None,
             isn: None,
             small_queue_time: None,
@@ -448,7 +453,10 @@ impl TcpFlow {
         }
     }
 
-    fn emit(&self, io: &mut Io, pkt: Packet) {
+    fn emit(&self, io: &mut Io, mut pkt: Packet) {
+        if pkt.payload == 0 && self.cfg.ect_control && self.cfg.dctcp.is_some() {
+            pkt.ecn = ECN_ECT0;
+        }
         io.record.packets_sent += 1;
         io.out.packets.push(pkt);
     }
