@@ -99,3 +99,21 @@ def test_ecn_capable_handshakes_are_marked_not_dropped_by_red():
     assert drops == 0 and flows["timeouts"][new].sum() == 0
     assert (flows["finish_ps"][new] > 0).all()
     assert TcpParams.for_profile("linux").ect_control
+
+
+def test_the_timestamps_option_adds_its_12_bytes_to_every_segment():
+    def sender_nic(tcp: TcpParams) -> tuple[int, int]:
+        sim = Simulation(Topology.leaf_spine(1, 2, 1), tcp=tcp)
+        sim.add_tcp_flow(0, 1, "1448000B", transport="tcp")  # 1000 full segments
+        assert sim.run("1s", stop_when_flows_finish=True)
+        ports = sim.ports()
+        nic = ports["node"] == sim.topology.nodes()["host_node"][0]
+        return int(ports["tx_packets"][nic][0]), int(ports["tx_bytes"][nic][0])
+
+    packets, wire = sender_nic(TcpParams(mss="1448B"))
+    packets_ts, wire_ts = sender_nic(TcpParams(mss="1448B", timestamps=True))
+    assert packets == packets_ts == 1001  # the SYN and 1000 segments (FIN on the last)
+    assert wire_ts - wire == 12 * packets
+    # Linux's profile fills a 1500 B packet: 1448 B of payload, 52 B of headers.
+    linux = TcpParams.for_profile("linux")
+    assert linux.timestamps and linux.mss == "1448B"

@@ -53,6 +53,10 @@ class TcpParams(Strict):
         description="DCTCP marks its SYN, SYN-ACK and pure ACKs ECN-capable (RFC 8257 3.4)",
     )
 
+    timestamps: bool = Field(
+        False, description="the timestamps option (RFC 7323): 12 more header bytes a segment"
+    )
+
     @classmethod
     def for_profile(cls, profile: str, **overrides) -> TcpParams:
         """The parameters of host profile `profile` ("datacenter" or "linux", see
@@ -80,6 +84,7 @@ class TcpParams(Strict):
             if self.small_queue_time is not None
             else None,
             "ect_control": self.ect_control,
+            "timestamps": self.timestamps,
         }
 
 
@@ -98,6 +103,8 @@ HOST_PROFILES: dict[str, dict] = {
         "rwnd": "3MiB",  # half of tcp_rmem's 6 MiB maximum (tcp_adv_win_scale = 1)
         "small_queue_time": "1ms",  # TCP Small Queues: sk_pacing_shift = 10
         "ect_control": True,  # Linux's DCTCP sets ECT(0) on every packet it sends
+        "timestamps": True,  # tcp_timestamps = 1
+        "mss": "1448B",  # 1500 B MTU less 40 B of headers and 12 B of timestamps
     },
 }
 

@@ -441,7 +441,9 @@ impl Engine {
     ) -> Result<u32, String> {
         config.validate()?;
         let seed = self.seed;
-        let nic = self.nic_capacity(src, config.mss + crate::transport::tcp::TCP_HEADER_BYTES);
+        let header = crate::transport::tcp::TCP_HEADER_BYTES
+            + config.timestamps as u32 * crate::transport::tcp::TIMESTAMP_OPTION_BYTES;
+        let nic = self.nic_capacity(src, config.mss + header);
         self.add_transfer(src, dst, size, start, (64_000, 80), |id| {
             let iss = config
                 .isn

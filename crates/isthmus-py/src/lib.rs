@@ -76,6 +76,7 @@ struct TcpArgs {
     dctcp_initial_alpha: f64,
     small_queue_time: Option<u64>,
     ect_control: bool,
+    timestamps: bool,
 }
 
 impl TcpArgs {
@@ -97,6 +98,7 @@ impl TcpArgs {
             }),
             cubic: (transport == "cubic").then(isthmus_core::transport::cubic::Cubic::default),
             ect_control: self.ect_control,
+            timestamps: self.timestamps,
             isn: None,
             small_queue_time: self.small_queue_time,
         }

@@ -35,6 +35,8 @@ use crate::units::{serialization_time, Rate, Time, MS, SEC};
 
 /// IPv4 (20 B) + TCP (20 B) headers; no options are modelled.
 pub const TCP_HEADER_BYTES: u32 = 40;
+/// The timestamps option (RFC 7323) with its padding: 12 bytes on every segment.
+pub const TIMESTAMP_OPTION_BYTES: u32 = 12;
 
 const SENDER_TIMER: u32 = 0;
 const RECEIVER_TIMER: u32 = 1;
@@ -87,6 +89,9 @@ pub struct TcpConfig {
     /// 3.4's practice, as Linux's and ns-3's DCTCP do), so a marking queue marks them
     /// instead of dropping them; a CE mark on them is not a congestion signal.
     pub ect_control: bool,
+    /// Every segment carries the timestamps option (RFC 7323): 12 more header bytes.
+    /// (RTT is measured on every ACK either way: the engine stamps segments itself.)
+    pub timestamps: bool,
     /// CUBIC congestion avoidance (RFC 9438) instead of NewReno's.
     pub cubic: Option<super::cubic::Cubic>,
     /// Initial sequence number; None draws one from the flow's random stream.
@@ -115,6 +120,7 @@ impl Default for TcpConfig {
             delayed_ack_timeout: 200 * crate::units::US,
             dctcp: None,
             ect_control: false,
+            timestamps: false,
             cubic: None,
             isn: None,
             small_queue_time: None,
@@ -453,7 +459,18 @@ impl TcpFlow {
         }
     }
 
+    /// Header bytes on every segment of this flow.
+    fn header_bytes(&self) -> u32 {
+        TCP_HEADER_BYTES
+            + if self.cfg.timestamps {
+                TIMESTAMP_OPTION_BYTES
+            } else {
+                0
+            }
+    }
+
     fn emit(&self, io: &mut Io, mut pkt: Packet) {
+        pkt.size = pkt.payload + self.header_bytes();
         if pkt.payload == 0 && self.cfg.ect_control && self.cfg.dctcp.is_some() {
             pkt.ecn = ECN_ECT0;
         }
@@ -490,13 +507,14 @@ impl TcpFlow {
                 io.record.nic_blocked = true;
                 break;
             }
-            at_nic += len + TCP_HEADER_BYTES as u64;
+            at_nic += len + self.header_bytes() as u64;
             if let Some(rate) = self.pace {
                 if io.now < self.next_send {
                     self.pace_timer.set(self.next_send, PACING_TIMER, io.out);
                     break;
                 }
-                self.next_send = io.now + serialization_time(len as u32 + TCP_HEADER_BYTES, rate);
+                self.next_send =
+                    io.now + serialization_time(len as u32 + self.header_bytes(), rate);
             }
             self.send_segment(io, self.snd_nxt, len, fin);
             self.snd_nxt += len + fin as u64;
@@ -508,7 +526,7 @@ impl TcpFlow {
     /// on (see `TcpConfig::small_queue_time`).
     fn small_queue_limit(&self) -> Option<u64> {
         let horizon = self.cfg.small_queue_time?;
-        let two_packets = 2 * (self.cfg.mss as u64 + TCP_HEADER_BYTES as u64);
+        let two_packets = 2 * (self.cfg.mss as u64 + self.header_bytes() as u64);
         let rate_bps = match (self.pace, self.rtt.srtt()) {
             (Some(rate), _) => rate as f64,
             (None, Some(srtt)) if srtt > 0 => {
