@@ -259,23 +259,18 @@ impl Engine {
     /// latest packet's), packets, bytes, first_ps, last_ps; by first packet seen.
     fn crossing_table<'py>(&self, py: Python<'py>, switch: u32) -> PyResult<Bound<'py, PyDict>> {
         let rows = self.inner.crossings(switch).map_err(value_error)?;
-        macro_rules! col {
-            ($f:expr) => {
-                column(py, rows.iter().map($f).collect::<Vec<_>>())
-            };
-        }
         dict_of(
             py,
             vec![
-                ("flow", col!(|((f, _), _)| *f)),
-                ("src", col!(|((_, s), _)| *s)),
-                ("dst", col!(|(_, c)| c.dst)),
-                ("in_port", col!(|(_, c)| c.in_port)),
-                ("out_port", col!(|(_, c)| c.out_port)),
-                ("packets", col!(|(_, c)| c.packets)),
-                ("bytes", col!(|(_, c)| c.bytes)),
-                ("first_ps", col!(|(_, c)| c.first_seen)),
-                ("last_ps", col!(|(_, c)| c.last_seen)),
+                ("flow", col!(py, rows, |((f, _), _)| *f)),
+                ("src", col!(py, rows, |((_, s), _)| *s)),
+                ("dst", col!(py, rows, |(_, c)| c.dst)),
+                ("in_port", col!(py, rows, |(_, c)| c.in_port)),
+                ("out_port", col!(py, rows, |(_, c)| c.out_port)),
+                ("packets", col!(py, rows, |(_, c)| c.packets)),
+                ("bytes", col!(py, rows, |(_, c)| c.bytes)),
+                ("first_ps", col!(py, rows, |(_, c)| c.first_seen)),
+                ("last_ps", col!(py, rows, |(_, c)| c.last_seen)),
             ],
         )
     }
@@ -508,21 +503,16 @@ impl Engine {
                 .map(|e| (s, e))
                 .collect(),
         };
-        macro_rules! col {
-            ($f:expr) => {
-                column(py, rows.iter().map($f).collect::<Vec<_>>())
-            };
-        }
         dict_of(
             py,
             vec![
-                ("switch", col!(|(s, _)| *s)),
-                ("entry", col!(|(_, e)| e.id)),
-                ("priority", col!(|(_, e)| e.priority)),
-                ("packets", col!(|(_, e)| e.packets)),
-                ("bytes", col!(|(_, e)| e.bytes)),
-                ("installed_ps", col!(|(_, e)| e.installed)),
-                ("last_used_ps", col!(|(_, e)| e.last_used)),
+                ("switch", col!(py, rows, |(s, _)| *s)),
+                ("entry", col!(py, rows, |(_, e)| e.id)),
+                ("priority", col!(py, rows, |(_, e)| e.priority)),
+                ("packets", col!(py, rows, |(_, e)| e.packets)),
+                ("bytes", col!(py, rows, |(_, e)| e.bytes)),
+                ("installed_ps", col!(py, rows, |(_, e)| e.installed)),
+                ("last_used_ps", col!(py, rows, |(_, e)| e.last_used)),
             ],
         )
     }

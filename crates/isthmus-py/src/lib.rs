@@ -17,6 +17,13 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+/// A NumPy column of `$f` applied to every row of `$rows`.
+macro_rules! col {
+    ($py:expr, $rows:expr, $f:expr) => {
+        $crate::column($py, $rows.iter().map($f).collect::<Vec<_>>())
+    };
+}
+
 mod control;
 mod queue;
 
@@ -1088,38 +1095,39 @@ impl Engine {
     fn port_table<'py>(&self, py: Python<'py>, node: Option<u32>) -> PyResult<Bound<'py, PyDict>> {
         let all = &self.inner.ports;
         let p = &all[self.port_range(node)?];
-        macro_rules! col {
-            ($f:expr) => {
-                column(py, p.iter().map($f).collect::<Vec<_>>())
-            };
-        }
-        let peer_node = col!(|x| all[x.peer as usize].node);
+        let peer_node = col!(py, p, |x| all[x.peer as usize].node);
         dict_of(
             py,
             vec![
-                ("node", col!(|x| x.node)),
-                ("port", col!(|x| x.local)),
+                ("node", col!(py, p, |x| x.node)),
+                ("port", col!(py, p, |x| x.local)),
                 ("peer_node", peer_node),
-                ("rate_bps", col!(|x| x.rate)),
-                ("delay_ps", col!(|x| x.delay)),
-                ("tx_bytes", col!(|x| x.counters.tx_bytes)),
-                ("tx_packets", col!(|x| x.counters.tx_packets)),
-                ("rx_bytes", col!(|x| x.counters.rx_bytes)),
-                ("rx_packets", col!(|x| x.counters.rx_packets)),
-                ("drop_packets", col!(|x| x.counters.drop_packets)),
-                ("drop_bytes", col!(|x| x.counters.drop_bytes)),
-                ("ecn_marks", col!(|x| x.counters.ecn_marks)),
-                ("queue_packets", col!(|x| x.queue.len() as u64)),
-                ("queue_bytes", col!(|x| x.queue.bytes())),
-                ("max_queue_packets", col!(|x| x.counters.max_queue_packets)),
-                ("max_queue_bytes", col!(|x| x.counters.max_queue_bytes)),
-                ("wait_ps", col!(|x| x.counters.wait_ps)),
-                ("busy_ps", col!(|x| x.counters.busy_ps)),
-                ("pfc_pauses", col!(|x| x.counters.pfc_pauses)),
-                ("pfc_resumes", col!(|x| x.counters.pfc_resumes)),
+                ("rate_bps", col!(py, p, |x| x.rate)),
+                ("delay_ps", col!(py, p, |x| x.delay)),
+                ("tx_bytes", col!(py, p, |x| x.counters.tx_bytes)),
+                ("tx_packets", col!(py, p, |x| x.counters.tx_packets)),
+                ("rx_bytes", col!(py, p, |x| x.counters.rx_bytes)),
+                ("rx_packets", col!(py, p, |x| x.counters.rx_packets)),
+                ("drop_packets", col!(py, p, |x| x.counters.drop_packets)),
+                ("drop_bytes", col!(py, p, |x| x.counters.drop_bytes)),
+                ("ecn_marks", col!(py, p, |x| x.counters.ecn_marks)),
+                ("queue_packets", col!(py, p, |x| x.queue.len() as u64)),
+                ("queue_bytes", col!(py, p, |x| x.queue.bytes())),
+                (
+                    "max_queue_packets",
+                    col!(py, p, |x| x.counters.max_queue_packets),
+                ),
+                (
+                    "max_queue_bytes",
+                    col!(py, p, |x| x.counters.max_queue_bytes),
+                ),
+                ("wait_ps", col!(py, p, |x| x.counters.wait_ps)),
+                ("busy_ps", col!(py, p, |x| x.counters.busy_ps)),
+                ("pfc_pauses", col!(py, p, |x| x.counters.pfc_pauses)),
+                ("pfc_resumes", col!(py, p, |x| x.counters.pfc_resumes)),
                 (
                     "pfc_max_ingress_bytes",
-                    col!(|x| x.counters.pfc_max_ingress_bytes),
+                    col!(py, p, |x| x.counters.pfc_max_ingress_bytes),
                 ),
             ],
         )
@@ -1128,32 +1136,33 @@ impl Engine {
     /// Per-flow columns; times in ps, -1 where the event has not happened.
     fn flow_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let f: Vec<_> = self.inner.flows().collect();
-        macro_rules! col {
-            ($f:expr) => {
-                column(py, f.iter().map($f).collect::<Vec<_>>())
-            };
-        }
         dict_of(
             py,
             vec![
-                ("src", col!(|x| x.src)),
-                ("dst", col!(|x| x.dst)),
-                ("size_bytes", col!(|x| x.size)),
-                ("start_ps", col!(|x| x.start as i64)),
-                ("first_delivery_ps", col!(|x| opt_i64(x.first_delivery))),
-                ("last_delivery_ps", col!(|x| opt_i64(x.last_delivery))),
-                ("finish_ps", col!(|x| opt_i64(x.finish))),
-                ("bytes_sent", col!(|x| x.bytes_sent)),
-                ("bytes_delivered", col!(|x| x.bytes_delivered)),
-                ("bytes_received", col!(|x| x.bytes_received)),
-                ("packets_sent", col!(|x| x.packets_sent)),
-                ("packets_delivered", col!(|x| x.packets_delivered)),
-                ("packets_dropped", col!(|x| x.packets_dropped)),
-                ("retransmissions", col!(|x| x.retransmissions)),
-                ("timeouts", col!(|x| x.timeouts)),
-                ("out_of_order", col!(|x| x.out_of_order)),
-                ("delay_sum_ps", col!(|x| x.delay_sum_ps)),
-                ("delay_packets", col!(|x| x.delay_packets)),
+                ("src", col!(py, f, |x| x.src)),
+                ("dst", col!(py, f, |x| x.dst)),
+                ("size_bytes", col!(py, f, |x| x.size)),
+                ("start_ps", col!(py, f, |x| x.start as i64)),
+                (
+                    "first_delivery_ps",
+                    col!(py, f, |x| opt_i64(x.first_delivery)),
+                ),
+                (
+                    "last_delivery_ps",
+                    col!(py, f, |x| opt_i64(x.last_delivery)),
+                ),
+                ("finish_ps", col!(py, f, |x| opt_i64(x.finish))),
+                ("bytes_sent", col!(py, f, |x| x.bytes_sent)),
+                ("bytes_delivered", col!(py, f, |x| x.bytes_delivered)),
+                ("bytes_received", col!(py, f, |x| x.bytes_received)),
+                ("packets_sent", col!(py, f, |x| x.packets_sent)),
+                ("packets_delivered", col!(py, f, |x| x.packets_delivered)),
+                ("packets_dropped", col!(py, f, |x| x.packets_dropped)),
+                ("retransmissions", col!(py, f, |x| x.retransmissions)),
+                ("timeouts", col!(py, f, |x| x.timeouts)),
+                ("out_of_order", col!(py, f, |x| x.out_of_order)),
+                ("delay_sum_ps", col!(py, f, |x| x.delay_sum_ps)),
+                ("delay_packets", col!(py, f, |x| x.delay_packets)),
             ],
         )
     }

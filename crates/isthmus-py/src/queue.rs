@@ -1,7 +1,7 @@
 //! Queue configurations across the boundary: Python dicts in base units (bytes, ps,
 //! ("packets" | "bytes", n) limits) to `QueueConfig` and back, and per-queue telemetry.
 
-use crate::{column, dict_of, limit_from, value_error, Engine};
+use crate::{dict_of, limit_from, value_error, Engine};
 use isthmus_core::control::Command;
 use isthmus_core::queue::{AqmConfig, QueueConfig, Rank, SchedulerConfig};
 use isthmus_core::units::Limit;
@@ -304,27 +304,22 @@ impl Engine {
                 ));
             }
         }
-        macro_rules! col {
-            ($f:expr) => {
-                column(py, rows.iter().map($f).collect::<Vec<_>>())
-            };
-        }
         dict_of(
             py,
             vec![
-                ("port_index", col!(|r| r.0)),
-                ("class", col!(|r| r.1)),
-                ("queue_packets", col!(|r| r.2)),
-                ("queue_bytes", col!(|r| r.3)),
-                ("enqueued", col!(|r| r.4.enqueued)),
-                ("dequeued", col!(|r| r.4.dequeued)),
-                ("dequeued_bytes", col!(|r| r.4.dequeued_bytes)),
-                ("buffer_drops", col!(|r| r.4.buffer_drops)),
-                ("aqm_drops", col!(|r| r.4.aqm_drops)),
-                ("aqm_marks", col!(|r| r.4.aqm_marks)),
-                ("sojourn_ps", col!(|r| r.4.sojourn_ps)),
-                ("max_packets", col!(|r| r.4.max_packets)),
-                ("active_flows", col!(|r| r.5)),
+                ("port_index", col!(py, rows, |r| r.0)),
+                ("class", col!(py, rows, |r| r.1)),
+                ("queue_packets", col!(py, rows, |r| r.2)),
+                ("queue_bytes", col!(py, rows, |r| r.3)),
+                ("enqueued", col!(py, rows, |r| r.4.enqueued)),
+                ("dequeued", col!(py, rows, |r| r.4.dequeued)),
+                ("dequeued_bytes", col!(py, rows, |r| r.4.dequeued_bytes)),
+                ("buffer_drops", col!(py, rows, |r| r.4.buffer_drops)),
+                ("aqm_drops", col!(py, rows, |r| r.4.aqm_drops)),
+                ("aqm_marks", col!(py, rows, |r| r.4.aqm_marks)),
+                ("sojourn_ps", col!(py, rows, |r| r.4.sojourn_ps)),
+                ("max_packets", col!(py, rows, |r| r.4.max_packets)),
+                ("active_flows", col!(py, rows, |r| r.5)),
             ],
         )
     }
