@@ -422,6 +422,12 @@ def test_fuzzed_scenarios_give_a_scenario_error_or_a_run(mutations):
     document = base_document()
     for path, value in mutations:
         document = mutate(document, path, value)
+    run_or_scenario_error(document)
+
+
+def run_or_scenario_error(document: dict) -> None:
+    """Either the scenario runs (in under 30 s) or it is one ScenarioError: anything
+    else (a traceback of another kind, a panic) fails the test."""
     try:
         spec = parse_scenario_from(document)
         sim = spec.build()
@@ -555,11 +561,4 @@ SHAPES = st.fixed_dictionaries(
 @FUZZ
 @given(document=SHAPES)
 def test_fuzzed_well_formed_scenarios_run_or_give_a_scenario_error(document):
-    try:
-        spec = parse_scenario_from(document)
-        sim = spec.build()
-        started = time.monotonic()
-        spec.execute(sim)
-        assert time.monotonic() - started < 30, "a fuzzed run must not hang"
-    except ScenarioError as e:
-        assert str(e) and len(str(e)) < 4000
+    run_or_scenario_error(document)
