@@ -53,6 +53,9 @@ class TcpParams(Strict):
         description="DCTCP marks its SYN, SYN-ACK and pure ACKs ECN-capable (RFC 8257 3.4)",
     )
 
+    sack: bool = Field(
+        False, description="selective acknowledgements and SACK-based recovery (RFC 6675)"
+    )
     timestamps: bool = Field(
         False, description="the timestamps option (RFC 7323): 12 more header bytes a segment"
     )
@@ -85,6 +88,7 @@ class TcpParams(Strict):
             else None,
             "ect_control": self.ect_control,
             "timestamps": self.timestamps,
+            "sack": self.sack,
         }
 
 
@@ -104,6 +108,7 @@ HOST_PROFILES: dict[str, dict] = {
         "small_queue_time": "1ms",  # TCP Small Queues: sk_pacing_shift = 10
         "ect_control": True,  # Linux's DCTCP sets ECT(0) on every packet it sends
         "timestamps": True,  # tcp_timestamps = 1
+        "sack": True,  # tcp_sack = 1
         "mss": "1448B",  # 1500 B MTU less 40 B of headers and 12 B of timestamps
     },
 }

@@ -84,6 +84,7 @@ struct TcpArgs {
     small_queue_time: Option<u64>,
     ect_control: bool,
     timestamps: bool,
+    sack: bool,
 }
 
 impl TcpArgs {
@@ -106,6 +107,7 @@ impl TcpArgs {
             cubic: (transport == "cubic").then(isthmus_core::transport::cubic::Cubic::default),
             ect_control: self.ect_control,
             timestamps: self.timestamps,
+            sack: self.sack,
             isn: None,
             small_queue_time: self.small_queue_time,
         }

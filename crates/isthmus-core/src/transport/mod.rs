@@ -8,6 +8,7 @@ pub mod dcqcn;
 pub mod mptcp;
 pub mod reassembly;
 pub mod rtt;
+pub mod sack;
 pub mod tcp;
 pub mod timer;
 pub mod udp;

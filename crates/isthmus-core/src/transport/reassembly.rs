@@ -7,6 +7,11 @@ pub struct OutOfOrder {
 }
 
 impl OutOfOrder {
+    /// The ranges held, sorted and disjoint.
+    pub fn ranges(&self) -> &[(u64, u64)] {
+        &self.ranges
+    }
+
     /// Records bytes [start, end).
     pub fn insert(&mut self, start: u64, end: u64) {
         let at = self.ranges.partition_point(|&(s, _)| s < start);

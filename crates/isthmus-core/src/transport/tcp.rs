@@ -89,6 +89,9 @@ pub struct TcpConfig {
     /// 3.4's practice, as Linux's and ns-3's DCTCP do), so a marking queue marks them
     /// instead of dropping them; a CE mark on them is not a congestion signal.
     pub ect_control: bool,
+    /// Selective acknowledgements (RFC 2018) and SACK-based loss recovery (RFC 6675),
+    /// see transport/sack.rs.
+    pub sack: bool,
     /// Every segment carries the timestamps option (RFC 7323): 12 more header bytes.
     /// (RTT is measured on every ACK either way: the engine stamps segments itself.)
     pub timestamps: bool,
@@ -120,6 +123,7 @@ impl Default for TcpConfig {
             delayed_ack_timeout: 200 * crate::units::US,
             dctcp: None,
             ect_control: false,
+            sack: false,
             timestamps: false,
             cubic: None,
             isn: None,
@@ -234,6 +238,11 @@ pub struct TcpFlow {
     nic_capacity: u64,
     cubic: super::cubic::CubicState,
     hystart: super::cubic::HyStart,
+    scoreboard: super::sack::Scoreboard,
+    /// Receiver: the SACK blocks its ACKs carry, and where the latest out-of-order
+    /// segment began.
+    sent_blocks: super::sack::SentBlocks,
+    latest_out_of_order: Option<u64>,
     /// A controller holds new data back.
     held: bool,
     /// A controller spaces segments at this rate; the next may leave at `next_send`.
@@ -279,6 +288,9 @@ impl TcpFlow {
             nic_capacity: u64::MAX,
             cubic: Default::default(),
             hystart: Default::default(),
+            scoreboard: Default::default(),
+            sent_blocks: Default::default(),
+            latest_out_of_order: None,
             held: false,
             pace: None,
             next_send: 0,
@@ -361,12 +373,12 @@ impl TcpFlow {
             }
             PACING_TIMER => {
                 if self.pace_timer.fire(token, io.now, PACING_TIMER, io.out) {
-                    self.send_data(io);
+                    self.send_more(io);
                 }
             }
             NIC_TIMER => {
                 if self.phase == Phase::Established {
-                    self.send_data(io);
+                    self.send_more(io);
                 }
             }
             _ => {
@@ -418,6 +430,7 @@ impl TcpFlow {
                 self.dupacks = 0;
                 self.recover = Some(self.snd_max);
                 self.snd_nxt = self.snd_una;
+                self.scoreboard.clear();
                 self.rtt.back_off();
                 self.send_data(io);
             }
@@ -469,8 +482,13 @@ impl TcpFlow {
             }
     }
 
-    fn emit(&self, io: &mut Io, mut pkt: Packet) {
-        pkt.size = pkt.payload + self.header_bytes();
+    fn emit(&self, io: &mut Io, pkt: Packet) {
+        self.emit_with_options(io, pkt, 0);
+    }
+
+    /// Sends `pkt` with `options` bytes of TCP options beyond the fixed ones.
+    fn emit_with_options(&self, io: &mut Io, mut pkt: Packet, options: u32) {
+        pkt.size = pkt.payload + self.header_bytes() + options;
         if pkt.payload == 0 && self.cfg.ect_control && self.cfg.dctcp.is_some() {
             pkt.ecn = ECN_ECT0;
         }
@@ -484,6 +502,54 @@ impl TcpFlow {
         self.emit(io, syn);
         self.rto_timer
             .set(io.now + self.rtt.rto(), SENDER_TIMER, io.out);
+    }
+
+    /// Sends what the windows allow: by SACK's rules in a SACK recovery, else new or
+    /// go-back-N segments.
+    fn send_more(&mut self, io: &mut Io) {
+        if self.cfg.sack && self.in_recovery {
+            self.sack_send(io);
+        } else {
+            self.send_data(io);
+        }
+    }
+
+    /// RFC 6675 during recovery: while the bytes in flight leave room for a segment,
+    /// the lowest lost hole not yet retransmitted, else new data.
+    fn sack_send(&mut self, io: &mut Io) {
+        let mss = self.cfg.mss as u64;
+        let nic_limit = self.small_queue_limit();
+        let mut at_nic = io.record.nic_queued_bytes;
+        loop {
+            let pipe = self.scoreboard.pipe(self.snd_una, self.snd_max, mss);
+            if pipe + mss > self.cwnd {
+                break;
+            }
+            if nic_limit.is_some_and(|limit| at_nic >= limit) {
+                io.record.nic_blocked = true;
+                break;
+            }
+            if let Some((start, end)) = self.scoreboard.next_lost_hole(self.snd_una, mss) {
+                let len = mss.min(end - start).min(self.size.saturating_sub(start));
+                let fin = start + len == self.size;
+                self.send_segment(io, start, len, fin);
+                self.scoreboard.retransmitted_to = start + len + fin as u64;
+                at_nic += len + self.header_bytes() as u64;
+                continue;
+            }
+            if self.held || self.snd_nxt >= self.end() {
+                break;
+            }
+            let len = mss.min(self.size - self.snd_nxt.min(self.size));
+            if self.snd_nxt + len > self.snd_una + self.cfg.rwnd {
+                break;
+            }
+            let fin = self.snd_nxt + len == self.size;
+            self.send_segment(io, self.snd_nxt, len, fin);
+            self.snd_nxt += len + fin as u64;
+            self.snd_max = self.snd_max.max(self.snd_nxt);
+            at_nic += len + self.header_bytes() as u64;
+        }
     }
 
     /// Sends new or go-back-N segments while the window allows.
@@ -591,6 +657,13 @@ impl TcpFlow {
         }
         let ack = ack as u64;
         let ece = pkt.tcp_flags & TCP_ECE != 0;
+        if self.cfg.sack {
+            let blocks = match pkt.data_seq {
+                0 => Vec::new(),
+                id => self.sent_blocks.take(id).unwrap_or_default(),
+            };
+            self.scoreboard.update(ack.max(self.snd_una), &blocks);
+        }
         if ack > self.snd_una {
             self.on_new_ack(io, pkt, ack, ece);
         } else if self.snd_una < self.snd_max {
@@ -624,6 +697,8 @@ impl TcpFlow {
             if self.recover.is_some_and(|r| ack >= r) {
                 self.cwnd = self.ssthresh;
                 self.in_recovery = false;
+            } else if self.cfg.sack {
+                // A partial ACK: SACK's rules choose what to send, below.
             } else {
                 self.retransmit_first(io);
                 self.cwnd = self.cwnd.saturating_sub(acked).max(mss) + mss;
@@ -661,15 +736,32 @@ impl TcpFlow {
             self.rto_timer
                 .set(io.now + self.rtt.rto(), SENDER_TIMER, io.out);
         }
-        self.send_data(io);
+        self.send_more(io);
     }
 
     fn on_duplicate_ack(&mut self, io: &mut Io) {
         let mss = self.cfg.mss as u64;
         self.dupacks += 1;
+        let sack_loss = self.cfg.sack && self.scoreboard.is_lost(self.snd_una, mss);
         if self.in_recovery {
-            self.cwnd += mss;
-        } else if self.dupacks == 3 && self.recover.is_none_or(|r| self.snd_una > r) {
+            if !self.cfg.sack {
+                self.cwnd += mss;
+            }
+        } else if (self.dupacks == 3 || sack_loss) && self.recover.is_none_or(|r| self.snd_una > r)
+        {
+            if self.cfg.sack {
+                // RFC 6675: cwnd = ssthresh, and pipe decides what may leave.
+                let flight = self.snd_max - self.snd_una;
+                self.ssthresh = self.reduced_ssthresh(flight);
+                self.cwnd = self.ssthresh;
+                self.recover = Some(self.snd_max);
+                self.in_recovery = true;
+                self.scoreboard.retransmitted_to = self.snd_una;
+                self.rto_timer
+                    .set(io.now + self.rtt.rto(), SENDER_TIMER, io.out);
+                self.sack_send(io);
+                return;
+            }
             let flight = self.snd_max - self.snd_una;
             self.ssthresh = self.reduced_ssthresh(flight);
             self.recover = Some(self.snd_max);
@@ -679,7 +771,7 @@ impl TcpFlow {
             self.rto_timer
                 .set(io.now + self.rtt.rto(), SENDER_TIMER, io.out);
         }
-        self.send_data(io);
+        self.send_more(io);
     }
 
     // ---- receiver --------------------------------------------------------------------
@@ -716,6 +808,7 @@ impl TcpFlow {
         if start > self.rcv_nxt {
             io.record.out_of_order += 1;
             self.out_of_order.insert(start, end);
+            self.latest_out_of_order = Some(start);
             self.echo_ts = self.echo_ts.or(sent_at);
             self.send_ack(io);
             return false;
@@ -765,7 +858,16 @@ impl TcpFlow {
         }
         self.unacked_segments = 0;
         self.delack_timer.cancel();
-        self.emit(io, pkt);
+        let mut options = 0;
+        if self.cfg.sack && !self.out_of_order.is_empty() {
+            use super::sack::{blocks_to_send, BLOCK_BYTES, OPTION_BYTES};
+            // Four blocks fit in TCP's 40 option bytes; three beside timestamps.
+            let max = if self.cfg.timestamps { 3 } else { 4 };
+            let blocks = blocks_to_send(self.out_of_order.ranges(), self.latest_out_of_order, max);
+            options = OPTION_BYTES + BLOCK_BYTES * blocks.len() as u32;
+            pkt.data_seq = self.sent_blocks.record(blocks);
+        }
+        self.emit_with_options(io, pkt, options);
     }
 }
 
