@@ -96,8 +96,8 @@ HOST_PROFILES: dict[str, dict] = {
     # The reference benchmark's hosts (ARCHITECTURE.md section 6): the engine's defaults.
     "datacenter": {},
     # The Linux hosts the scheme papers measured in Mininet, as far as Isthmus models
-    # them (docs/hosts.md gives each value's source). NewReno without SACK for now:
-    # CUBIC and SACK are not modelled yet.
+    # them (docs/hosts.md gives each value's source). The congestion control is the
+    # flow's transport: "cubic" for Linux's default.
     "linux": {
         "initial_cwnd": 10,  # RFC 6928, Linux since 2.6.39
         "min_rto": "200ms",  # TCP_RTO_MIN
