@@ -55,3 +55,21 @@ def test_the_window_follows_the_cubic_curve_after_a_congestion_event(trace):
         assert abs(cwnd - expected) / expected < 0.05, (t, cwnd, expected)
         checked += 1
     assert checked >= 30, checked
+
+
+def test_cubic_takes_the_larger_share_from_newreno_on_a_long_rtt_path():
+    # Both flows through one 100 Mb/s bottleneck at 100 ms RTT, Linux hosts (SACK):
+    # CUBIC's growth does not slow with the RTT as Reno's does.
+    topo = Topology.leaf_spine(
+        1, 2, 2, host_link=Link("1Gbps", "12500us"), fabric_link=Link("100Mbps", "12500us")
+    )
+    tcp = TcpParams.for_profile("linux", rwnd="16MiB")
+    sim = Simulation(topo, switch_queue="900pkts", host_queue="2000pkts", tcp=tcp)
+    cubic = sim.add_tcp_flow(0, 2, "10GB", transport="cubic")
+    reno = sim.add_tcp_flow(1, 3, "10GB", transport="tcp")
+    sim.run("10s")
+    before = sim.flows()["bytes_delivered"].copy()
+    sim.run("60s")
+    mbps = (sim.flows()["bytes_delivered"] - before) * 8 / 50 / 1e6
+    assert mbps[cubic] > 1.15 * mbps[reno], mbps
+    assert mbps[cubic] + mbps[reno] > 85, mbps  # the bottleneck stays busy
