@@ -244,6 +244,18 @@ class BcnModel(Strict):
         return self
 
 
+class PortQueueModel(Strict):
+    """The queueing of one switch port, the one from `from` towards `to`, instead of
+    the network's: its limit (default: switch_queue), scheduler and AQM."""
+
+    model_config = Strict.model_config | {"populate_by_name": True}
+    source: str = Field(alias="from")
+    to: str
+    limit: QueueLimit | None = None
+    scheduler: Scheduler | None = None
+    aqm: Aqm | None = None
+
+
 class PfcModel(Strict):
     """Priority flow control at every switch ingress."""
 
@@ -263,6 +275,7 @@ class Network(Strict):
     scheduler: Scheduler | None = None
     aqm: Aqm | None = None
     link_traces: list[LinkTraceModel] = []
+    port_queues: list[PortQueueModel] = []
     shared_buffer: Size | None = None
     buffer_alpha: Annotated[float, Field(gt=0)] = 1.0
     pfc: PfcModel | None = None
@@ -689,6 +702,18 @@ class Scenario(Strict):
             )
         except ValueError as e:
             raise ScenarioError(f"network: {e}") from None
+        for i, q in enumerate(self.network.port_queues):
+            try:
+                port = sim.port_towards(q.source, q.to)
+                sim.configure_queue(
+                    q.source,
+                    limit=q.limit or self.network.switch_queue,
+                    scheduler=q.scheduler,
+                    aqm=q.aqm,
+                    port=port,
+                )
+            except ValueError as e:
+                raise ScenarioError(f"network.port_queues[{i}]: {e}") from None
         for i, t in enumerate(self.network.link_traces):
             try:
                 sim.set_link_trace(t.source, t.to, t.trace, base=base)

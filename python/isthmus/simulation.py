@@ -393,6 +393,17 @@ class Simulation:
                 return i
         raise ValueError(f"no link between {a!r} and {b!r}")
 
+    def port_towards(self, node: int | str, neighbour: int | str) -> int:
+        """The local port of `node` that faces `neighbour`."""
+        a, b = self.node_index(node), self.node_index(neighbour)
+        ports = self.ports(a)
+        facing = [
+            int(p) for p, peer in zip(ports["port"], ports["peer_node"], strict=True) if peer == b
+        ]
+        if not facing:
+            raise ValueError(f"no link between {node!r} and {neighbour!r}")
+        return facing[0]
+
     def set_link_up(self, link: int, up: bool) -> None:
         """Takes topology link `link` (an index into `topology.links()`) down or up;
         a down link loses what is sent onto it."""

@@ -45,7 +45,7 @@ class TcpParams(Strict):
     small_queue_time: Time | None = Field(
         None,
         description="small-queue backpressure: a sender keeps at most this long at its "
-        "pacing rate (and at least two packets) waiting at its NIC; None: off",
+        "pacing rate (and at least two packets) waiting at its NIC; None or 0s: off",
     )
 
     ect_control: bool = Field(
@@ -83,7 +83,8 @@ class TcpParams(Strict):
             "delayed_ack_timeout": units.time_ps(self.delayed_ack_timeout),
             "dctcp_g": self.dctcp_g,
             "dctcp_initial_alpha": self.dctcp_initial_alpha,
-            "small_queue_time": units.time_ps(self.small_queue_time)
+            # "0s" turns it off too (a scenario file cannot write None).
+            "small_queue_time": units.time_ps(self.small_queue_time) or None
             if self.small_queue_time is not None
             else None,
             "ect_control": self.ect_control,
