@@ -168,3 +168,19 @@ def test_sack_recovers_three_losses_in_a_window_in_one_round_trip():
     assert sack_stall < 3 * rtt < newreno_stall, (sack_stall, newreno_stall)
     assert sack_stall - rtt < 0.6 * (newreno_stall - rtt), (sack_stall, newreno_stall)
     assert TcpParams.for_profile("linux").sack
+
+
+def test_a_window_the_receiver_caps_stops_growing_with_cwnd_validation():
+    def cwnd_after(validation: bool) -> int:
+        sim = Simulation(
+            Topology.leaf_spine(1, 2, 1), tcp=TcpParams(rwnd="64KB", cwnd_validation=validation)
+        )
+        flow = sim.add_tcp_flow(0, 1, "1GB", transport="tcp")
+        sim.run("20ms")
+        return sim.tcp_window(flow)["cwnd_bytes"]
+
+    # The 64 KB receive window limits the flight: without validation cwnd grows on every
+    # ACK regardless; with it, cwnd stays within reach of what the flow can use.
+    assert cwnd_after(True) <= 2 * 64_000 + 2 * 1460
+    assert cwnd_after(False) > 10 * 64_000
+    assert TcpParams.for_profile("linux").cwnd_validation

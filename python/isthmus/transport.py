@@ -56,6 +56,10 @@ class TcpParams(Strict):
     sack: bool = Field(
         False, description="selective acknowledgements and SACK-based recovery (RFC 6675)"
     )
+    cwnd_validation: bool = Field(
+        False,
+        description="grow cwnd only while it limits the sender (RFC 7661, as Linux does)",
+    )
     timestamps: bool = Field(
         False, description="the timestamps option (RFC 7323): 12 more header bytes a segment"
     )
@@ -90,6 +94,7 @@ class TcpParams(Strict):
             "ect_control": self.ect_control,
             "timestamps": self.timestamps,
             "sack": self.sack,
+            "cwnd_validation": self.cwnd_validation,
         }
 
 
@@ -110,6 +115,7 @@ HOST_PROFILES: dict[str, dict] = {
         "ect_control": True,  # Linux's DCTCP sets ECT(0) on every packet it sends
         "timestamps": True,  # tcp_timestamps = 1
         "sack": True,  # tcp_sack = 1
+        "cwnd_validation": True,  # tcp_is_cwnd_limited
         "mss": "1448B",  # 1500 B MTU less 40 B of headers and 12 B of timestamps
     },
 }

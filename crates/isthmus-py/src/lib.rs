@@ -85,6 +85,7 @@ struct TcpArgs {
     ect_control: bool,
     timestamps: bool,
     sack: bool,
+    cwnd_validation: bool,
 }
 
 impl TcpArgs {
@@ -108,6 +109,7 @@ impl TcpArgs {
             ect_control: self.ect_control,
             timestamps: self.timestamps,
             sack: self.sack,
+            cwnd_validation: self.cwnd_validation,
             isn: None,
             small_queue_time: self.small_queue_time,
         }

@@ -92,6 +92,11 @@ pub struct TcpConfig {
     /// Selective acknowledgements (RFC 2018) and SACK-based loss recovery (RFC 6675),
     /// see transport/sack.rs.
     pub sack: bool,
+    /// Grow cwnd only while the window is what limits the sender (RFC 7661's idea, as
+    /// Linux's tcp_is_cwnd_limited: in slow start while cwnd < 2 x the flight, after it
+    /// while the flight fills cwnd), not while the receive window, small-queue
+    /// backpressure or the application holds it back.
+    pub cwnd_validation: bool,
     /// Every segment carries the timestamps option (RFC 7323): 12 more header bytes.
     /// (RTT is measured on every ACK either way: the engine stamps segments itself.)
     pub timestamps: bool,
@@ -124,6 +129,7 @@ impl Default for TcpConfig {
             dctcp: None,
             ect_control: false,
             sack: false,
+            cwnd_validation: false,
             timestamps: false,
             cubic: None,
             isn: None,
@@ -673,6 +679,13 @@ impl TcpFlow {
 
     fn on_new_ack(&mut self, io: &mut Io, pkt: &Packet, ack: u64, ece: bool) {
         let mss = self.cfg.mss as u64;
+        let flight = self.snd_max - self.snd_una;
+        let window_limited = !self.cfg.cwnd_validation
+            || if self.cwnd < self.ssthresh {
+                self.cwnd < 2 * flight
+            } else {
+                flight + mss >= self.cwnd
+            };
         let acked = ack - self.snd_una;
         self.snd_una = ack;
         self.snd_nxt = self.snd_nxt.max(ack);
@@ -708,6 +721,8 @@ impl TcpFlow {
             self.ssthresh = self.cwnd;
             self.ca_bytes = 0;
             self.cwr_end = self.snd_nxt;
+        } else if !window_limited {
+            // Something else holds the sender back: the window it does not use stays.
         } else if self.cwnd < self.ssthresh {
             self.cwnd += acked.min(mss);
             let segments = self.cwnd as f64 / mss as f64;
