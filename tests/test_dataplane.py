@@ -268,3 +268,28 @@ def test_aqm_bcn_and_dcqcn_defaults_are_the_engines():
     assert (point.pm, point.q_eq, point.q_sc, point.w) == (0.01, 20.0, 90.0, 2.0)
     source = BcnTraffic(kind="bcn", pattern="permutation", fair_share="1Gbps", stop="1ms")
     assert units.rate_bps(source.ru) == 3_000_000 and (source.gi, source.gd) == (4.0, 0.02)
+
+
+def test_a_device_queue_sits_below_the_discipline_and_refuses_pfc():
+    def most_queued(device_queue: int) -> tuple[int, int]:
+        sim = Simulation(
+            Topology.leaf_spine(1, 2, 2, fabric_link=Link("10Gbps", "1us")),
+            switch_queue="50pkts",
+            device_queue=device_queue,
+        )
+        for src in (1, 2):
+            sim.add_udp_flow(src, 0, "10Gbps", stop="2ms", arrivals="constant")
+        sim.run("3ms")
+        ports = sim.ports()
+        return int(ports["max_queue_packets"].max()), int(ports["drop_packets"].sum())
+
+    assert most_queued(0)[0] == 50 and most_queued(100)[0] == 150
+    assert most_queued(100)[1] > 0
+    assert sim_config_device_queue() == 100
+    with pytest.raises(ValueError, match="device_queue and pfc do not combine"):
+        Simulation(Topology.leaf_spine(1, 2, 2), device_queue=10, pfc=("30KB", "15KB", [0]))
+
+
+def sim_config_device_queue() -> int:
+    sim = Simulation(Topology.leaf_spine(1, 2, 2), device_queue=100)
+    return sim.port_queue_config("leaf0", 0)["device_queue"]

@@ -186,11 +186,15 @@ def _aqm_core(a) -> dict:
     }
 
 
-def queue_config(limit: str, scheduler=None, aqm=None) -> dict:
+def queue_config(limit: str, scheduler=None, aqm=None, device_queue: int = 0) -> dict:
     """The engine's form of a port's queueing: a limit ("250pkts", "300KB"), a scheduler
-    model (default FIFO) and an AQM model (default drop-tail)."""
+    model (default FIFO), an AQM model (default drop-tail), and the packets a device FIFO
+    holds below them (ns-3's point-to-point keeps 100; default none)."""
+    if isinstance(device_queue, bool) or not isinstance(device_queue, int) or device_queue < 0:
+        raise ValueError(f"device_queue must be a number of packets >= 0, got {device_queue!r}")
     return {
         "limit": units.limit(limit),
         "scheduler": _scheduler_core(scheduler or Fifo()),
         "aqm": _aqm_core(aqm or DropTail()),
+        "device_queue": device_queue,
     }

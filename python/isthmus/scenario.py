@@ -254,6 +254,7 @@ class PortQueueModel(Strict):
     limit: QueueLimit | None = None
     scheduler: Scheduler | None = None
     aqm: Aqm | None = None
+    device_queue: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
 
 
 class PfcModel(Strict):
@@ -276,6 +277,8 @@ class Network(Strict):
     aqm: Aqm | None = None
     link_traces: list[LinkTraceModel] = []
     port_queues: list[PortQueueModel] = []
+    # A device FIFO below every port's discipline (ns-3's point-to-point: 100 packets).
+    device_queue: Annotated[int, Field(ge=0, le=1_000_000)] = 0
     shared_buffer: Size | None = None
     buffer_alpha: Annotated[float, Field(gt=0)] = 1.0
     pfc: PfcModel | None = None
@@ -699,6 +702,7 @@ class Scenario(Strict):
                 else None,
                 bcn=self.network.bcn.model_dump() if self.network.bcn else None,
                 tcp=self.tcp_params(),
+                device_queue=self.network.device_queue,
             )
         except ValueError as e:
             raise ScenarioError(f"network: {e}") from None
@@ -711,6 +715,9 @@ class Scenario(Strict):
                     scheduler=q.scheduler,
                     aqm=q.aqm,
                     port=port,
+                    device_queue=q.device_queue
+                    if q.device_queue is not None
+                    else self.network.device_queue,
                 )
             except ValueError as e:
                 raise ScenarioError(f"network.port_queues[{i}]: {e}") from None

@@ -94,7 +94,10 @@ class Simulation:
     DCTCP and MPTCP parameters (a `TcpParams` or a dict of its fields). Packets leave
     their host with `ttl` hops to live (IP's 64): every switch takes one, and a packet
     with none left is dropped and counted (`node_drops()["ttl_drops"]`), so a
-    forwarding loop shows up instead of circulating forever."""
+    forwarding loop shows up instead of circulating forever. `device_queue` puts a FIFO
+    of that many packets below every port's queue discipline, as ns-3's point-to-point
+    devices have (100 there): the discipline's AQM and limit then see only what waits
+    above it."""
 
     def __init__(
         self,
@@ -114,6 +117,7 @@ class Simulation:
         bcn: dict | None = None,
         tcp: TcpParams | dict | None = None,
         ttl: int = 64,
+        device_queue: int = 0,
     ):
         if routing not in ROUTING_POLICIES:
             raise ValueError(
@@ -134,14 +138,18 @@ class Simulation:
         self.control_plane: ControlPlane | None = None
         self.tcp = TcpParams.model_validate(tcp or {})
         self._tcp_core = self.tcp.as_core()
+        if device_queue and pfc is not None:
+            raise ValueError(
+                "device_queue and pfc do not combine: a device FIFO would send paused classes"
+            )
         if aqm is not None and ecn_threshold is not None:
             raise ValueError("give ecn_threshold (a step marker) or aqm, not both")
         marker = Step(kind="step", k=ecn_threshold) if ecn_threshold is not None else None
         self._engine = _core.Engine(
             topology._core,
             seed,
-            queue_config(host_queue, None, marker),
-            queue_config(switch_queue, scheduler, aqm or marker),
+            queue_config(host_queue, None, marker, device_queue),
+            queue_config(switch_queue, scheduler, aqm or marker, device_queue),
             routing,
             time_ps(sample_interval) if sample_interval is not None else None,
             (size_bytes(shared_buffer), buffer_alpha) if shared_buffer is not None else None,
@@ -540,13 +548,19 @@ class Simulation:
         return self._engine.queue_table(None if node is None else self.node_index(node))
 
     def configure_queue(
-        self, switch: int | str, *, limit: str, scheduler=None, aqm=None, port: int | None = None
+        self,
+        switch: int | str,
+        *,
+        limit: str,
+        scheduler=None,
+        aqm=None,
+        port: int | None = None,
+        device_queue: int = 0,
     ) -> None:
         """Replaces a switch port's (or every port's) queueing now; waiting packets are
-        kept (re-queued in service order if the scheduler or limit changes)."""
-        self._engine.configure_queue(
-            0, self.node_index(switch), queue_config(limit, scheduler, aqm), port
-        )
+        kept (re-queued in service order if the scheduler, limit or device changes)."""
+        config = queue_config(limit, scheduler, aqm, device_queue)
+        self._engine.configure_queue(0, self.node_index(switch), config, port)
 
     def ports(self, node: int | str | None = None) -> dict[str, np.ndarray]:
         """Per-port columns: one row per egress port, with its node, peer and counters;

@@ -443,6 +443,12 @@ impl Engine {
             } => {
                 self.check_switch(*switch)?;
                 config.validate()?;
+                if self.config().pfc.is_some() && config.device_queue > 0 {
+                    return Err(
+                        "a device queue and PFC do not combine: its FIFO would send paused classes"
+                            .into(),
+                    );
+                }
                 match port {
                     Some(p) => self.check_port(*switch, *p),
                     None => Ok(()),
@@ -681,8 +687,9 @@ impl Engine {
     pub fn configure_port(&mut self, port: PortId, config: crate::queue::QueueConfig) {
         let now = self.now();
         let p = &mut self.ports[port as usize];
-        let same_shape =
-            p.queue.config.scheduler == config.scheduler && p.queue.config.limit == config.limit;
+        let same_shape = p.queue.config.scheduler == config.scheduler
+            && p.queue.config.limit == config.limit
+            && p.queue.config.device_queue == config.device_queue;
         if same_shape {
             p.queue.set_aqm(config.aqm, config.class_aqm);
             return;

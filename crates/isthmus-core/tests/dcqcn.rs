@@ -37,6 +37,7 @@ fn star(senders: usize, pfc: Option<Pfc>, sample: bool) -> Engine {
             scheduler: SchedulerConfig::Fifo,
             aqm: marker,
             class_aqm: Vec::new(),
+            device_queue: 0,
         },
         sample_interval: sample.then_some(20 * US),
         pfc,

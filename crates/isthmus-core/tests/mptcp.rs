@@ -138,6 +138,7 @@ fn coupled_mptcp_takes_about_one_tcp_share_of_a_shared_bottleneck() {
                 wait: false,
             },
             class_aqm: Vec::new(),
+            device_queue: 0,
         },
         ..config()
     };

@@ -172,6 +172,8 @@ fn random_queueing(rng: &mut Rng) -> QueueConfig {
         scheduler,
         aqm,
         class_aqm: Vec::new(),
+        // Sometimes a device FIFO below the discipline, as ns-3's point-to-point has.
+        device_queue: [0, 0, 3, 100][rng.below(4) as usize],
     }
 }
 
@@ -443,4 +445,48 @@ fn flow_entries_override_default_routing() {
         )
         .unwrap_err();
     assert!(err.contains("port 9") && err.contains("leaf0"), "{err}");
+}
+
+/// A device FIFO of 100 packets below a 50-packet drop-tail discipline: the port holds
+/// 150 packets before it drops, and the discipline's limit counts only its own 50.
+#[test]
+fn a_device_queue_holds_packets_below_the_discipline() {
+    use isthmus_core::topology::builders::leaf_spine;
+    use isthmus_core::{Arrivals, UdpFlowSpec};
+    for (device, most) in [(0u32, 50u64), (100, 150)] {
+        let link = LinkSpec {
+            rate: 10_000_000_000,
+            delay: US,
+        };
+        let config = EngineConfig {
+            switch_queue: QueueConfig {
+                device_queue: device,
+                ..QueueConfig::drop_tail(Limit::Packets(50))
+            },
+            ..Default::default()
+        };
+        let mut e = Engine::new(leaf_spine(1, 2, 2, link, link).unwrap(), config, 1);
+        // Two 10 Gb/s senders into one 10 Gb/s host for 2 ms.
+        for src in [1, 2] {
+            let spec = UdpFlowSpec {
+                rate: 10_000_000_000,
+                packet_size: 1500,
+                arrivals: Arrivals::Constant,
+                size: 0,
+                start: 0,
+                stop: 2_000_000_000,
+            };
+            e.add_udp_flow(src, 0, spec).unwrap();
+        }
+        e.run_until(3_000_000_000);
+        let most_queued = e
+            .ports
+            .iter()
+            .map(|p| p.counters.max_queue_packets)
+            .max()
+            .unwrap();
+        assert_eq!(most_queued, most, "device queue {device}");
+        let dropped: u64 = e.ports.iter().map(|p| p.counters.drop_packets).sum();
+        assert!(dropped > 0, "the port still drops beyond both");
+    }
 }

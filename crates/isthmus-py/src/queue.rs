@@ -8,6 +8,14 @@ use isthmus_core::units::Limit;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyDictMethods};
 
+/// `d[key]` as a u32, or `default` when absent.
+fn get_or(d: &Bound<'_, PyDict>, key: &str, default: u32) -> PyResult<u32> {
+    match d.get_item(key)? {
+        Some(_) => get(d, "queue", key),
+        None => Ok(default),
+    }
+}
+
 fn get<'py, T>(d: &Bound<'py, PyDict>, what: &str, key: &str) -> PyResult<T>
 where
     T: FromPyObjectOwned<'py>,
@@ -130,6 +138,7 @@ pub fn queue_config_from(d: &Bound<'_, PyDict>) -> PyResult<QueueConfig> {
                 .map(|a| a.as_ref().map(aqm_from).transpose())
                 .collect::<PyResult<Vec<_>>>()?,
         },
+        device_queue: get_or(d, "device_queue", 0)?,
     };
     config.validate().map_err(value_error)?;
     Ok(config)
@@ -180,6 +189,7 @@ pub fn queue_config_to<'py>(py: Python<'py>, c: &QueueConfig) -> PyResult<Bound<
         .map(|a| a.as_ref().map(|a| aqm_to(py, a)).transpose())
         .collect::<PyResult<Vec<_>>>()?;
     out.set_item("class_aqm", per_class)?;
+    out.set_item("device_queue", c.device_queue)?;
     Ok(out)
 }
 

@@ -67,6 +67,10 @@ pub struct QueueConfig {
     /// ... except class c's, which runs `class_aqm[c]` where that is set (ECN marking
     /// tuned per class, say).
     pub class_aqm: Vec<Option<AqmConfig>>,
+    /// Packets the device holds below the queue discipline (ns-3's point-to-point
+    /// keeps 100), 0 for none: the discipline hands packets down whenever the device
+    /// has room, so its AQM and limit see only what waits above the device.
+    pub device_queue: u32,
 }
 
 impl QueueConfig {
@@ -76,6 +80,7 @@ impl QueueConfig {
             scheduler: SchedulerConfig::Fifo,
             aqm: AqmConfig::DropTail,
             class_aqm: Vec::new(),
+            device_queue: 0,
         }
     }
 
@@ -94,6 +99,7 @@ impl QueueConfig {
             scheduler: SchedulerConfig::Fifo,
             aqm: AqmConfig::step(k),
             class_aqm: Vec::new(),
+            device_queue: 0,
         }
     }
 
@@ -116,6 +122,12 @@ impl QueueConfig {
                 "per-class AQMs given for {} classes, but the scheduler has {}",
                 self.class_aqm.len(),
                 self.classes()
+            ));
+        }
+        if self.device_queue > 1_000_000 {
+            return Err(format!(
+                "device_queue {} packets is more than the 1000000 a device may hold",
+                self.device_queue
             ));
         }
         if matches!(self.limit, Limit::Packets(0) | Limit::Bytes(0)) {
@@ -285,8 +297,12 @@ pub enum Admitted {
 #[derive(Clone, Debug)]
 pub struct PortQueue {
     pub config: QueueConfig,
+    /// What waits in the queue discipline (the device's FIFO apart).
     packets: u64,
     bytes: u64,
+    /// The device's FIFO below the discipline, with each packet's mark.
+    device: VecDeque<(Queued, bool)>,
+    device_bytes: u64,
     state: State,
     pub counters: Vec<QueueCounters>,
     seq: u64,
@@ -331,24 +347,38 @@ impl PortQueue {
             config,
             packets: 0,
             bytes: 0,
+            device: VecDeque::new(),
+            device_bytes: 0,
             state,
             seq: 0,
         }
     }
 
+    /// Packets waiting, in the discipline and the device.
     #[inline]
     pub fn len(&self) -> usize {
-        self.packets as usize
+        self.packets as usize + self.device.len()
     }
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.packets == 0
+        self.packets == 0 && self.device.is_empty()
     }
 
     #[inline]
     pub fn bytes(&self) -> u64 {
-        self.bytes
+        self.bytes + self.device_bytes
+    }
+
+    /// Hands packets from the discipline down to the device while it has room.
+    fn refill_device(&mut self, now: Time, dropped: &mut Vec<PacketId>) {
+        while self.device.len() < self.config.device_queue as usize {
+            let Some((item, marked)) = self.dequeue_discipline(now, 0, dropped) else {
+                break;
+            };
+            self.device_bytes += item.size as u64;
+            self.device.push_back((item, marked));
+        }
     }
 
     /// Whether the AQM wants the arriving packet's expected queueing delay.
@@ -374,8 +404,25 @@ impl PortQueue {
 
     /// Admits `item` (with `rank_hint`, the flow's remaining bytes, for SRPT) or not.
     /// `delay` estimates the queueing delay it faces (PIE uses it). Waiting packets
-    /// pushed out to make room (FQ, PIFO) are appended to `evicted`.
+    /// pushed out to make room (FQ, PIFO), or dropped by the AQM on their way down to
+    /// the device, are appended to `evicted`.
     pub fn enqueue(
+        &mut self,
+        item: Queued,
+        rank_hint: u64,
+        delay: Time,
+        now: Time,
+        rng: &mut Rng,
+        evicted: &mut Vec<PacketId>,
+    ) -> Admitted {
+        let admitted = self.enqueue_discipline(item, rank_hint, delay, now, rng, evicted);
+        if self.config.device_queue > 0 {
+            self.refill_device(now, evicted);
+        }
+        admitted
+    }
+
+    fn enqueue_discipline(
         &mut self,
         mut item: Queued,
         rank_hint: u64,
@@ -584,6 +631,23 @@ impl PortQueue {
         paused: u8,
         dropped: &mut Vec<PacketId>,
     ) -> Option<(Queued, bool)> {
+        if self.config.device_queue == 0 {
+            return self.dequeue_discipline(now, paused, dropped);
+        }
+        // The device's FIFO knows no classes: it serves in order (PFC refuses devices).
+        self.refill_device(now, dropped);
+        let (item, marked) = self.device.pop_front()?;
+        self.device_bytes -= item.size as u64;
+        self.refill_device(now, dropped);
+        Some((item, marked))
+    }
+
+    fn dequeue_discipline(
+        &mut self,
+        now: Time,
+        paused: u8,
+        dropped: &mut Vec<PacketId>,
+    ) -> Option<(Queued, bool)> {
         loop {
             let (item, verdict) = self.pick(now, paused)?;
             self.packets -= 1;
@@ -758,7 +822,8 @@ impl PortQueue {
 
     /// Every waiting packet, in no particular order.
     pub fn packets(&self) -> Vec<PacketId> {
-        match &self.state {
+        let device = self.device.iter().map(|(q, _)| q.pkt);
+        let discipline: Vec<PacketId> = match &self.state {
             State::Classes { queues, .. } => queues
                 .iter()
                 .flat_map(|q| q.fifo.iter().map(|i| i.pkt))
@@ -768,13 +833,16 @@ impl PortQueue {
                 .flat_map(|(q, _)| q.fifo.iter().map(|i| i.pkt))
                 .collect(),
             State::Pifo { heap, .. } => heap.iter().map(|r| r.0.item.pkt).collect(),
-        }
+        };
+        device.chain(discipline).collect()
     }
 
     /// Takes every waiting packet out in the order they would have been sent (for
     /// reconfiguring the port), without AQM decisions.
     pub fn drain(&mut self) -> Vec<Queued> {
         let mut out = Vec::with_capacity(self.len());
+        out.extend(self.device.drain(..).map(|(q, _)| q));
+        self.device_bytes = 0;
         while let Some((item, _)) = self.pick(Time::MAX / 2, 0) {
             out.push(item);
         }
@@ -876,6 +944,7 @@ mod tests {
             scheduler: SchedulerConfig::StrictPriority { classes: 3 },
             aqm: AqmConfig::DropTail,
             class_aqm: Vec::new(),
+            device_queue: 0,
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
@@ -936,6 +1005,7 @@ mod tests {
                 scheduler: scheduler.clone(),
                 aqm: AqmConfig::DropTail,
                 class_aqm: Vec::new(),
+                device_queue: 0,
             };
             let s = shares(config, 3, &[1500, 300, 900]);
             for (share, want) in s.iter().zip([1.0 / 6.0, 2.0 / 6.0, 3.0 / 6.0]) {
@@ -951,6 +1021,7 @@ mod tests {
             scheduler: SchedulerConfig::Fq { quantum: 1514 },
             aqm: AqmConfig::DropTail,
             class_aqm: Vec::new(),
+            device_queue: 0,
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
@@ -991,6 +1062,7 @@ mod tests {
             },
             aqm: AqmConfig::DropTail,
             class_aqm: Vec::new(),
+            device_queue: 0,
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
@@ -1029,6 +1101,7 @@ mod tests {
             scheduler: SchedulerConfig::Fq { quantum: 1514 },
             aqm: AqmConfig::DropTail,
             class_aqm: Vec::new(),
+            device_queue: 0,
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
@@ -1052,6 +1125,7 @@ mod tests {
             scheduler: SchedulerConfig::StrictPriority { classes: 2 },
             aqm: AqmConfig::DropTail,
             class_aqm: Vec::new(),
+            device_queue: 0,
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
