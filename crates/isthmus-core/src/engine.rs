@@ -113,6 +113,8 @@ pub struct Port {
     pub busy_until: Time,
     /// A down link loses what is sent onto it.
     pub up: bool,
+    /// A host's NIC (its packets count toward small-queue backpressure).
+    host_nic: bool,
     pub queue: PortQueue,
     /// The port's own random stream (probabilistic AQMs).
     rng: Rng,
@@ -348,6 +350,7 @@ impl Engine {
                     },
                     busy_until: 0,
                     up: true,
+                    host_nic: host,
                     queue: PortQueue::new(queue.clone()),
                     rng: Rng::stream(seed, Stream::Aqm, ports.len() as u64),
                     trace: None,
@@ -994,8 +997,7 @@ impl Engine {
                 let c = &mut port.counters;
                 c.max_queue_packets = c.max_queue_packets.max(port.queue.len() as u64);
                 c.max_queue_bytes = c.max_queue_bytes.max(port.queue.bytes());
-                let at_host = self.nodes[port.node as usize].kind == NodeKind::Host;
-                if at_host {
+                if port.host_nic {
                     let packet = self.arena.get_mut(pkt);
                     packet.nic_queued = true;
                     let record = &mut self.flows[packet.flow as usize].record;
