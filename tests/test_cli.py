@@ -95,3 +95,15 @@ def test_installed_command_runs_a_bundled_scenario(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert (out / "summary.json").exists()
+
+
+def test_short_help_and_version():
+    from typer.testing import CliRunner
+
+    from isthmus.cli import app
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["-h"]).exit_code == 0
+    assert "Usage" in runner.invoke(app, ["run", "-h"]).output
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.output.startswith("isthmus ")

@@ -24,7 +24,27 @@ app = typer.Typer(
     help="Isthmus: learning-augmented traffic control for datacenter networks.",
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from isthmus.results import _version
+
+        print(f"isthmus {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Show the version."
+    ),
+) -> None:
+    """Isthmus: learning-augmented traffic control for datacenter networks."""
+
+
 console = Console()
 errors = Console(stderr=True)
 

@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
-import tomllib
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
 
 from isthmus import _core, defaults, units
+from isthmus.compat import toml
 from isthmus.fields import Index, PositiveInt, QueueLimit, Rate, Seed, Size, Strict, Time
 from isthmus.flows import Arrivals as FlowArrivals
 from isthmus.flows import Incast, Poisson, SizeRange, generate_flows
@@ -793,8 +793,8 @@ _VARIANT_TAGS = {
 
 def _parse_toml(text: str) -> dict:
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        return toml.loads(text)
+    except toml.TOMLDecodeError as e:
         raise ValueError(f"not valid TOML: {e}") from None
     except RecursionError:
         raise ValueError("not valid TOML here: its tables or arrays nest too deeply") from None

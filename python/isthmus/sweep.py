@@ -23,8 +23,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import tomli_w
-import tomllib
 
+from isthmus.compat import toml
 from isthmus.results import summarize, write_run
 from isthmus.scenario import ScenarioError, parse_scenario
 
@@ -132,7 +132,7 @@ def plan(scenario_text: str, sets: list[str], seeds: int) -> list[Point]:
     """Every (grid point, seed), each validated as a scenario before anything runs."""
     if seeds < 1:
         raise ValueError(f"--seeds must be at least 1, got {seeds}")
-    data = tomllib.loads(scenario_text)
+    data = toml.loads(scenario_text)
     axes = [parse_axis(expr, data) for expr in sets]
     first_seed = int(data.get("seed", 1))
     points = []
