@@ -30,9 +30,9 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from isthmus.results import _version
+        from isthmus.results import isthmus_version
 
-        print(f"isthmus {_version()}")
+        print(f"isthmus {isthmus_version()}")
         raise typer.Exit()
 
 

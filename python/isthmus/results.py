@@ -27,7 +27,7 @@ from isthmus.simulation import Simulation
 from isthmus.units import seconds
 
 
-def _version() -> str:
+def isthmus_version() -> str:
     try:
         return metadata.version("isthmus")
     except metadata.PackageNotFoundError:
@@ -76,7 +76,7 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
     return {
         "scenario": scenario,
         "seed": sim.seed,
-        "isthmus_version": _version(),
+        "isthmus_version": isthmus_version(),
         "simulated_s": seconds(sim.now),
         "wall_s": round(wall_s, 4),
         "events": sim.events_processed,

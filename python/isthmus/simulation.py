@@ -132,6 +132,8 @@ class Simulation:
         self.topology = topology
         self.seed = seed
         self.sample_interval = time_ps(sample_interval) if sample_interval is not None else None
+        # Every link has a port at each end; fixed for the simulation's life.
+        self._num_ports = 2 * len(topology.links()["a"])
         # The congestion points' settings, if BCN is on (None: off).
         self.bcn_points = _bcn(bcn)
         # The control plane a scenario attached (`[control]`), run by Scenario.execute.
@@ -403,14 +405,10 @@ class Simulation:
 
     def port_towards(self, node: int | str, neighbour: int | str) -> int:
         """The local port of `node` that faces `neighbour`."""
-        a, b = self.node_index(node), self.node_index(neighbour)
-        ports = self.ports(a)
-        facing = [
-            int(p) for p, peer in zip(ports["port"], ports["peer_node"], strict=True) if peer == b
-        ]
-        if not facing:
-            raise ValueError(f"no link between {node!r} and {neighbour!r}")
-        return facing[0]
+        from isthmus.control.portmap import PortMap  # it builds on Simulation
+
+        ports = PortMap(self)
+        return ports.port_towards(ports.node(node), ports.node(neighbour))
 
     def set_link_up(self, link: int, up: bool) -> None:
         """Takes topology link `link` (an index into `topology.links()`) down or up;
@@ -428,7 +426,7 @@ class Simulation:
             raise ValueError(f"until ({end} ps) is before the current time ({self.now} ps)")
         if self.sample_interval is None:
             return
-        ports = len(self._engine.port_table()["node"])
+        ports = self._num_ports
         samples = end // self.sample_interval
         if samples * ports > MAX_SAMPLE_CELLS:
             raise ValueError(

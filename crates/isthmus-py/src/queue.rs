@@ -190,6 +190,8 @@ pub fn queue_config_to<'py>(py: Python<'py>, c: &QueueConfig) -> PyResult<Bound<
         .collect::<PyResult<Vec<_>>>()?;
     out.set_item("class_aqm", per_class)?;
     out.set_item("device_queue", c.device_queue)?;
+    // Read-only: how many class queues the scheduler keeps (ignored when passed back).
+    out.set_item("classes", c.classes())?;
     Ok(out)
 }
 

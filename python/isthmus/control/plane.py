@@ -637,7 +637,7 @@ class ControlPlane:
         if traffic_class is None:
             config = {**current, "aqm": aqm, "class_aqm": []}
         else:
-            classes = _classes(current["scheduler"])
+            classes = current["classes"]
             if not 0 <= traffic_class < classes:
                 raise ValueError(
                     f"traffic_class {traffic_class} does not exist on this port (its "
@@ -679,15 +679,3 @@ _ENTRY_FIELDS = {
     "idle_timeout",
     "hard_timeout",
 }
-
-
-def _classes(scheduler: dict) -> int:
-    """How many class queues a port with this scheduler (engine form) has."""
-    kind = scheduler["kind"]
-    if kind == "strict_priority":
-        return int(scheduler["classes"])
-    if kind == "drr":
-        return len(scheduler["quanta"])
-    if kind == "wfq":
-        return len(scheduler["weights"])
-    return 1
