@@ -121,6 +121,13 @@ pub enum Command {
         flow: u32,
         rate: Option<Rate>,
     },
+    /// Pace one subflow of an MPTCP connection: Some(0) gives it no new data, None
+    /// lets its window decide.
+    PaceSubflow {
+        flow: u32,
+        subflow: u8,
+        rate: Option<Rate>,
+    },
     SetLink {
         link: u32,
         up: bool,
@@ -421,6 +428,20 @@ impl Engine {
                 }
                 Ok(())
             }
+            Command::PaceSubflow { flow, subflow, .. } => {
+                self.check_flow(*flow)?;
+                use crate::transport::Transport;
+                match &self.flows[*flow as usize].transport {
+                    Transport::Mptcp(m) if (*subflow as usize) < m.subflow_count() => Ok(()),
+                    Transport::Mptcp(m) => Err(format!(
+                        "flow {flow} has subflows 0..{}, not {subflow}",
+                        m.subflow_count() - 1
+                    )),
+                    _ => Err(format!(
+                        "flow {flow} is not an MPTCP connection; pace_subflow paces an MPTCP subflow (use pace for single-path flows)"
+                    )),
+                }
+            }
             Command::SetBcnQueue {
                 switch,
                 port,
@@ -652,6 +673,13 @@ impl Engine {
             Command::Pace { flow, rate } => self
                 .with_flow(flow, |f, id, now, out| f.set_pace(rate, id, now, out))
                 .expect("validated when issued"),
+            Command::PaceSubflow {
+                flow,
+                subflow,
+                rate,
+            } => self.with_flow(flow, |f, id, now, out| {
+                f.set_subflow_pace(subflow as usize, rate, id, now, out)
+            }),
             Command::SetLink { link, up } => {
                 self.set_link_up(link as usize, up).expect("validated");
             }

@@ -8,6 +8,7 @@ pub mod control;
 pub mod engine;
 pub mod event;
 pub mod flowtable;
+pub mod mcf;
 pub mod packet;
 pub mod queue;
 pub mod rng;

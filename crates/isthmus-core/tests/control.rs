@@ -354,6 +354,54 @@ fn hold_release_and_pace_act_on_the_sender() {
 }
 
 #[test]
+fn mptcp_subflows_take_the_rates_they_are_paced_at() {
+    // Two connections 0 -> 2 with 4 subflows each: the first paced 1 + 2 Gb/s on two
+    // subflows and none on the others, the second left to its windows.
+    let mut e = fabric();
+    let paced = e
+        .add_mptcp_flow(0, 2, 3_000_000, 0, 4, &TcpConfig::default())
+        .unwrap();
+    for (subflow, rate) in [(0, Some(G)), (1, Some(2 * G)), (2, Some(0)), (3, Some(0))] {
+        e.issue(
+            0,
+            Command::PaceSubflow {
+                flow: paced,
+                subflow,
+                rate,
+            },
+        )
+        .unwrap();
+    }
+    assert!(e.run_until_flows_finish(SEC));
+    let record = e.flows().next().unwrap().clone();
+    // 3 MB at 3 Gb/s of 1500 B packets carrying 1460 B, after a handshake: about 8.2 ms.
+    let fct = record.finish.unwrap() as f64 / MS as f64;
+    assert!(fct > 8.1 && fct < 8.7, "paced connection took {fct} ms");
+    let bad = e.issue(
+        0,
+        Command::PaceSubflow {
+            flow: paced,
+            subflow: 4,
+            rate: None,
+        },
+    );
+    assert!(bad.unwrap_err().contains("subflows 0..3"));
+    let later = e.now() + MS;
+    let tcp = e
+        .add_tcp_flow(1, 3, 1000, later, &TcpConfig::default())
+        .unwrap();
+    let bad = e.issue(
+        0,
+        Command::PaceSubflow {
+            flow: tcp,
+            subflow: 0,
+            rate: None,
+        },
+    );
+    assert!(bad.unwrap_err().contains("not an MPTCP connection"));
+}
+
+#[test]
 fn commands_take_effect_after_the_control_latency() {
     let mut e = fabric();
     let leaf0 = node(&e, "leaf0");

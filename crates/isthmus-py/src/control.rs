@@ -461,6 +461,25 @@ impl Engine {
         self.issue(delay, Command::Pace { flow, rate })
     }
 
+    /// Paces subflow `subflow` of MPTCP connection `flow` (0: no new data; None: unpaced).
+    #[pyo3(signature = (delay, flow, subflow, rate=None))]
+    fn pace_subflow(
+        &mut self,
+        delay: u64,
+        flow: u32,
+        subflow: u8,
+        rate: Option<u64>,
+    ) -> PyResult<()> {
+        self.issue(
+            delay,
+            Command::PaceSubflow {
+                flow,
+                subflow,
+                rate,
+            },
+        )
+    }
+
     /// Feeds the BCN congestion point of `port` of `switch` a queue value (packets), or
     /// measures again with None.
     #[pyo3(signature = (delay, switch, port, queue=None))]

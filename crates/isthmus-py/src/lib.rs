@@ -67,6 +67,38 @@ fn derangement(n: usize, seed: u64, index: u64) -> PyResult<Vec<u32>> {
     Ok(Rng::stream(seed, Stream::Workload, index).derangement(n))
 }
 
+/// Maximum concurrent multicommodity flow by the Garg-Könemann FPTAS (see
+/// `isthmus_core::mcf`); returns (flow per path, phases).
+#[pyfunction]
+fn max_concurrent_flow<'py>(
+    py: Python<'py>,
+    capacity: PyReadonlyArray1<'py, f64>,
+    demand: PyReadonlyArray1<'py, f64>,
+    commodity_paths: PyReadonlyArray1<'py, u64>,
+    edge_offsets: PyReadonlyArray1<'py, u64>,
+    path_edges: PyReadonlyArray1<'py, u32>,
+    epsilon: f64,
+) -> PyResult<(Bound<'py, PyAny>, u32)> {
+    let offsets = |a: &PyReadonlyArray1<'py, u64>| -> PyResult<Vec<usize>> {
+        Ok(a.as_slice()?.iter().map(|&x| x as usize).collect())
+    };
+    let (commodity_paths, edge_offsets) = (offsets(&commodity_paths)?, offsets(&edge_offsets)?);
+    let (capacity, demand, path_edges) = (
+        capacity.as_slice()?.to_vec(),
+        demand.as_slice()?.to_vec(),
+        path_edges.as_slice()?.to_vec(),
+    );
+    let paths = isthmus_core::mcf::PathSets {
+        commodity_paths: &commodity_paths,
+        edge_offsets: &edge_offsets,
+        path_edges: &path_edges,
+    };
+    let out = py
+        .detach(|| isthmus_core::mcf::max_concurrent_flow(&capacity, &demand, &paths, epsilon))
+        .map_err(value_error)?;
+    Ok((column(py, out.path_flow), out.phases))
+}
+
 /// TCP parameters as Python passes them: every field, in base units (bytes, ps).
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
@@ -1232,6 +1264,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(format_time, m)?)?;
     m.add_function(wrap_pyfunction!(derangement, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(max_concurrent_flow, m)?)?;
     m.add_function(wrap_pyfunction!(cdf_mean, m)?)?;
     m.add_function(wrap_pyfunction!(flow_workload, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_senders, m)?)?;

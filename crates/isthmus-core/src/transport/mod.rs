@@ -219,6 +219,25 @@ impl Flow {
         Ok(())
     }
 
+    /// A controller paces subflow `subflow` of this MPTCP connection (validated as one).
+    pub fn set_subflow_pace(
+        &mut self,
+        subflow: usize,
+        rate: Option<crate::units::Rate>,
+        flow: u32,
+        now: Time,
+        out: &mut Outbox,
+    ) {
+        let ports = (self.src_port, self.dst_port);
+        if let Transport::Mptcp(m) = &mut self.transport {
+            m.set_subflow_pace(
+                &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+                subflow,
+                rate,
+            );
+        }
+    }
+
     /// A datagram flow (UDP, BCN) ends when its source is done and none of its packets
     /// is in flight. It has finished (and gets a finish time) only if every packet it
     /// sent arrived: a flow that lost some never completed.

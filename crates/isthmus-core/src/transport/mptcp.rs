@@ -15,13 +15,20 @@
 //! 5. The receiver ACKs every segment on its subflow (subflow cumulative ACK plus the
 //!    data-level cumulative ACK) and reassembles the data in order; the flow is complete
 //!    when every data byte has arrived.
+//! 6. A controller may pace each subflow (`set_subflow_pace`): new segments on it leave at
+//!    most at the given rate, and a rate of zero gives it no new data at all (what it
+//!    already sent is still recovered). Controllers that place subflows on paths and
+//!    provision a rate per path (OFPT) enforce the rates this way.
 
 use super::reassembly::OutOfOrder;
 use super::rtt::RttEstimator;
-use super::tcp::{segment, stamp, stamp_of, Io, TcpConfig};
+use super::tcp::{segment, stamp, stamp_of, Io, TcpConfig, TCP_HEADER_BYTES};
 use super::timer::Timer;
 use crate::packet::{Packet, TCP_ACK, TCP_SYN};
-use crate::units::Time;
+use crate::units::{serialization_time, Rate, Time};
+
+/// Timer kind of the connection's pacing timer; kinds below it are subflows' RTO timers.
+const PACING_TIMER: u32 = 16;
 
 #[derive(Clone, Debug, Default)]
 struct Subflow {
@@ -38,6 +45,9 @@ struct Subflow {
     recover: u64,
     rtt: RttEstimator,
     timer: Timer,
+    /// A controller's rate for new segments (Some(0): none), and when the next may leave.
+    pace: Option<Rate>,
+    next_send: Time,
     /// (subflow offset, data offset, length) of every segment sent and not yet acked.
     mapping: Vec<(u64, u64, u32)>,
     // receiver
@@ -54,6 +64,7 @@ pub struct MptcpFlow {
     /// Next data byte no subflow has been given yet.
     data_next: u64,
     data_acked: u64,
+    pace_timer: Timer,
     // receiver
     data_rcv_nxt: u64,
     data_ooo: OutOfOrder,
@@ -78,6 +89,7 @@ impl MptcpFlow {
             opened: false,
             data_next: 0,
             data_acked: 0,
+            pace_timer: Timer::default(),
             data_rcv_nxt: 0,
             data_ooo: OutOfOrder::default(),
         }
@@ -86,6 +98,21 @@ impl MptcpFlow {
     /// Each subflow's congestion window in bytes.
     pub fn windows(&self) -> Vec<f64> {
         self.subflows.iter().map(|s| s.cwnd).collect()
+    }
+
+    pub fn subflow_count(&self) -> usize {
+        self.subflows.len()
+    }
+
+    /// Paces new segments on subflow `i` at `rate` (Some(0): no new data on it; None:
+    /// as its window allows), then sends what the subflows may.
+    pub fn set_subflow_pace(&mut self, io: &mut Io, i: usize, rate: Option<Rate>) {
+        let sf = &mut self.subflows[i];
+        sf.pace = rate;
+        sf.next_send = sf.next_send.min(io.now);
+        if self.opened && self.data_acked < self.size {
+            self.send(io);
+        }
     }
 
     fn packet(
@@ -116,7 +143,14 @@ impl MptcpFlow {
     }
 
     pub fn on_timer(&mut self, io: &mut Io, token: u32) -> bool {
-        let i = (token & super::timer::TIMER_KIND_MASK) as usize;
+        let kind = token & super::timer::TIMER_KIND_MASK;
+        if kind == PACING_TIMER {
+            if self.pace_timer.fire(token, io.now, PACING_TIMER, io.out) {
+                self.send(io);
+            }
+            return false;
+        }
+        let i = kind as usize;
         if i >= self.subflows.len() || !self.subflows[i].timer.fire(token, io.now, i as u32, io.out)
         {
             return false;
@@ -183,7 +217,7 @@ impl MptcpFlow {
                     Some(&(_, data, len)) => (data, len),
                     None => break,
                 }
-            } else if self.data_next < self.size {
+            } else if self.data_next < self.size && sf.pace != Some(0) {
                 (self.data_next, mss.min(self.size - self.data_next) as u32)
             } else {
                 break;
@@ -191,8 +225,19 @@ impl MptcpFlow {
             if sf.snd_nxt > sf.snd_una && sf.snd_nxt + len as u64 > sf.snd_una + window {
                 break;
             }
-            let offset = sf.snd_nxt;
-            if offset == sf.snd_max {
+            let (offset, pace, next_send) = (sf.snd_nxt, sf.pace, sf.next_send);
+            if let Some(rate) = pace.filter(|&r| r > 0) {
+                if io.now < next_send {
+                    // One timer serves every subflow: it keeps the earliest wake-up.
+                    if self.pace_timer.deadline().is_none_or(|d| d > next_send) {
+                        self.pace_timer.set(next_send, PACING_TIMER, io.out);
+                    }
+                    break;
+                }
+                self.subflows[i].next_send =
+                    io.now + serialization_time(len + TCP_HEADER_BYTES, rate);
+            }
+            if offset == self.subflows[i].snd_max {
                 self.subflows[i].mapping.push((offset, data, len));
                 self.data_next += len as u64;
             }

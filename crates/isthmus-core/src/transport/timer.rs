@@ -10,7 +10,7 @@ use super::Outbox;
 use crate::units::Time;
 
 /// Bits of a timer token that say which of a flow's timers it belongs to.
-pub const TIMER_KIND_BITS: u32 = 4;
+pub const TIMER_KIND_BITS: u32 = 5;
 /// The kind of timer a token belongs to.
 pub const TIMER_KIND_MASK: u32 = (1 << TIMER_KIND_BITS) - 1;
 
@@ -52,6 +52,10 @@ impl Timer {
 
     pub fn is_set(&self) -> bool {
         self.deadline.is_some()
+    }
+
+    pub fn deadline(&self) -> Option<Time> {
+        self.deadline
     }
 
     /// Handles one of this timer's events; returns true when the timer has expired now.
