@@ -58,6 +58,18 @@ class Difference:
         return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
 
 
+def mean_interval(values, level: float = 0.95) -> tuple[float, float]:
+    """The mean of `values` and the half-width of its t confidence interval (0 for one
+    value: no spread to estimate)."""
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) == 0:
+        raise ValueError("mean_interval needs at least one value")
+    if len(x) < 2:
+        return float(x.mean()), 0.0
+    half = stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
+    return float(x.mean()), float(half)
+
+
 def welch_interval(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
     """Confidence interval of mean(b) − mean(a) (None with fewer than two of each)."""
     if len(a) < 2 or len(b) < 2:

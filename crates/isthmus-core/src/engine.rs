@@ -1343,6 +1343,18 @@ impl Engine {
         self.flows.iter().map(|f| &f.record)
     }
 
+    /// Each flow's (source port, destination port, subflows): an MPTCP connection's
+    /// subflow i sends from source port + 1000 i; every other flow has one.
+    pub fn flow_ports(&self) -> impl Iterator<Item = (u16, u16, u8)> + '_ {
+        self.flows.iter().map(|f| {
+            let subflows = match &f.transport {
+                Transport::Mptcp(m) => m.subflow_count() as u8,
+                _ => 1,
+            };
+            (f.src_port, f.dst_port, subflows)
+        })
+    }
+
     pub fn num_flows(&self) -> usize {
         self.flows.len()
     }

@@ -1172,10 +1172,14 @@ impl Engine {
     /// Per-flow columns; times in ps, -1 where the event has not happened.
     fn flow_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let f: Vec<_> = self.inner.flows().collect();
+        let ports: Vec<_> = self.inner.flow_ports().collect();
         dict_of(
             py,
             vec![
                 ("src", col!(py, f, |x| x.src)),
+                ("src_port", col!(py, ports, |x| x.0)),
+                ("dst_port", col!(py, ports, |x| x.1)),
+                ("subflows", col!(py, ports, |x| x.2)),
                 ("dst", col!(py, f, |x| x.dst)),
                 ("size_bytes", col!(py, f, |x| x.size)),
                 ("start_ps", col!(py, f, |x| x.start as i64)),

@@ -224,6 +224,12 @@ class Controller(_Program):
         """Spaces a flow's packets at `rate` (None: unpaced)."""
         self._plane._engine_call("pace", 0, flow, None if rate is None else rate_bps(rate))
 
+    def pace_subflow(self, flow: int, subflow: int, rate: int | str | None) -> None:
+        """Spaces new segments of MPTCP connection `flow`'s subflow `subflow` at `rate`;
+        a rate of 0 gives the subflow no new data, None lets its window decide."""
+        bps = None if rate is None else 0 if rate == 0 else rate_bps(rate)
+        self._plane._engine_call("pace_subflow", 0, flow, subflow, bps)
+
     def set_bcn_queue(self, switch: int | str, port: int, queue: float | None) -> None:
         """Feeds the BCN congestion point of a switch port a queue value (packets) in
         place of the measured queue, e.g. a prediction; None measures again."""
@@ -256,23 +262,38 @@ class Controller(_Program):
     # ---- paths -------------------------------------------------------------------------
 
     def install_path(
-        self, flow: int, path: list[int | str], priority: int, *, extra_delay: int | str = 0
+        self,
+        flow: int,
+        path: list[int | str],
+        priority: int,
+        *,
+        extra_delay: int | str = 0,
+        src_port: int | None = None,
+        dst_port: int | None = None,
     ) -> list[tuple[int, int]]:
-        """Entries steering `flow`'s packets from the path's first host along it; returns
-        (switch, entry) pairs in path order."""
+        """Entries steering `flow`'s packets from the path's first host along it (only
+        those from `src_port` or to `dst_port` if given: one MPTCP subflow, or its
+        ACKs on the way back); returns (switch, entry) pairs in path order."""
         src = self._plane.ports.host_node.index(self._plane.ports.node(path[0]))
+        match = {"flow": flow, "src": src}
+        if src_port is not None:
+            match["src_port"] = src_port
+        if dst_port is not None:
+            match["dst_port"] = dst_port
         return [
-            (
-                switch,
-                self._plane._install(
-                    switch, priority, extra_delay, {"flow": flow, "src": src, "output": port}
-                ),
-            )
+            (switch, self._plane._install(switch, priority, extra_delay, {**match, "output": port}))
             for switch, port in self._plane.ports.path_ports(path)
         ]
 
     def migrate(
-        self, flow: int, old: list[tuple[int, int]], new_path: list[int | str], priority: int
+        self,
+        flow: int,
+        old: list[tuple[int, int]],
+        new_path: list[int | str],
+        priority: int,
+        *,
+        src_port: int | None = None,
+        dst_port: int | None = None,
     ) -> list[tuple[int, int]]:
         """Moves `flow` from the entries `old` (from `install_path`, first hop first)
         onto `new_path`, make-before-break and without loss at any control latency: the
@@ -283,7 +304,7 @@ class Controller(_Program):
         and checks its queues for the flow). Returns the new entries."""
         if not old:
             raise ValueError("migrate needs the flow's old entries (from install_path)")
-        new = self.install_path(flow, new_path, priority)
+        new = self.install_path(flow, new_path, priority, src_port=src_port, dst_port=dst_port)
         rtt = 2 * self._plane.latency
         self._plane._engine_call("retire_path", rtt, flow, [(int(s), int(e)) for s, e in old])
         return new

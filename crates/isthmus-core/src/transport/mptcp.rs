@@ -45,9 +45,11 @@ struct Subflow {
     recover: u64,
     rtt: RttEstimator,
     timer: Timer,
-    /// A controller's rate for new segments (Some(0): none), and when the next may leave.
+    /// A controller's rate for new segments (Some(0): none), and the last paced segment
+    /// (when it left, its bytes): the next may leave one serialization of it later at
+    /// the current rate, so a new rate applies at once, never buying an early send.
     pace: Option<Rate>,
-    next_send: Time,
+    last_paced: Option<(Time, u32)>,
     /// (subflow offset, data offset, length) of every segment sent and not yet acked.
     mapping: Vec<(u64, u64, u32)>,
     // receiver
@@ -107,9 +109,7 @@ impl MptcpFlow {
     /// Paces new segments on subflow `i` at `rate` (Some(0): no new data on it; None:
     /// as its window allows), then sends what the subflows may.
     pub fn set_subflow_pace(&mut self, io: &mut Io, i: usize, rate: Option<Rate>) {
-        let sf = &mut self.subflows[i];
-        sf.pace = rate;
-        sf.next_send = sf.next_send.min(io.now);
+        self.subflows[i].pace = rate;
         if self.opened && self.data_acked < self.size {
             self.send(io);
         }
@@ -225,8 +225,11 @@ impl MptcpFlow {
             if sf.snd_nxt > sf.snd_una && sf.snd_nxt + len as u64 > sf.snd_una + window {
                 break;
             }
-            let (offset, pace, next_send) = (sf.snd_nxt, sf.pace, sf.next_send);
-            if let Some(rate) = pace.filter(|&r| r > 0) {
+            let offset = sf.snd_nxt;
+            if let Some(rate) = sf.pace.filter(|&r| r > 0) {
+                let next_send = sf
+                    .last_paced
+                    .map_or(0, |(at, bytes)| at + serialization_time(bytes, rate));
                 if io.now < next_send {
                     // One timer serves every subflow: it keeps the earliest wake-up.
                     if self.pace_timer.deadline().is_none_or(|d| d > next_send) {
@@ -234,8 +237,7 @@ impl MptcpFlow {
                     }
                     break;
                 }
-                self.subflows[i].next_send =
-                    io.now + serialization_time(len + TCP_HEADER_BYTES, rate);
+                self.subflows[i].last_paced = Some((io.now, len + TCP_HEADER_BYTES));
             }
             if offset == self.subflows[i].snd_max {
                 self.subflows[i].mapping.push((offset, data, len));

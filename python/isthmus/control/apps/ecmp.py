@@ -17,16 +17,22 @@ from isthmus.control.plane import Controller
 from isthmus.control.routing import next_hop_ports
 
 
+def install_ecmp(controller: Controller, priority: int) -> None:
+    """Puts ECMP's groups and per-destination entries on every switch (steps 1-2);
+    controllers that steer some flows themselves start from it."""
+    groups: dict[int, int] = {}
+    for (switch, dst), hops in sorted(next_hop_ports(controller.ports).items()):
+        if not hops:
+            continue
+        group = groups.get(switch, 0)
+        groups[switch] = group + 1
+        controller.select_group(switch, group, hops)
+        controller.install(switch, priority, dst=dst, group=group)
+
+
 class Ecmp(Controller):
     def __init__(self, priority: int = 1):
         self.priority = priority
 
     def on_start(self) -> None:
-        groups: dict[int, int] = {}
-        for (switch, dst), hops in sorted(next_hop_ports(self.ports).items()):
-            if not hops:
-                continue
-            group = groups.get(switch, 0)
-            groups[switch] = group + 1
-            self.select_group(switch, group, hops)
-            self.install(switch, self.priority, dst=dst, group=group)
+        install_ecmp(self, self.priority)
