@@ -16,10 +16,11 @@ Parallel Transport in Datacenters", KSII Trans. Internet and Information Systems
    (cached). The FPTAS for maximum concurrent flow (`isthmus.control.mcf`, accuracy ε)
    routes λ of every demand; where a pair spreads over more paths than its flows have
    subflows, the paths carrying most are kept and the FPTAS runs again on them.
-4. Bandwidth provision: the flows of a pair, in MRTF order, take λ of their demand from
-   the pair's paths, the fullest first, at most one path per subflow; then, again in
-   MRTF order, each flow raises its rate towards its demand with what its paths have
-   left (so shorter flows finish first and no capacity idles).
+4. Bandwidth provision: the flows of a pair, in MRTF order, take up to their demand
+   from what the FPTAS gave the pair, from paths they already use first, then the
+   fullest, at most one path per subflow (so the flow nearest completion is served
+   first); then, again in MRTF order, each flow raises its rate towards its demand with
+   what its paths have left anywhere in the network (no capacity idles).
 5. Enforcement: an MPTCP connection's subflow k is pinned to its path by entries
    matching the flow, its source and the subflow's source port, its ACKs to the same
    path backwards (so they load the links `ack_reserve` set aside for them, not links
@@ -57,7 +58,8 @@ class _Subflow:
     entries: list[tuple[int, int]] = field(default_factory=list)
     """Entries of the data path, then of the ACKs' way back along it."""
     back: list[tuple[int, int]] = field(default_factory=list)
-    rate: float = 0.0
+    rate: float | None = None
+    """The rate it is paced at; None until OFPT first paces it (the transport's own)."""
     priority: int = 0
 
 
@@ -140,7 +142,7 @@ class Ofpt(Controller):
         provisioned = np.zeros_like(tx)
         for flow in self.flows.values():
             for sub in flow.subflows:
-                if sub.path is not None:
+                if sub.path is not None and sub.rate:
                     for edge in itertools.pairwise(sub.path):
                         provisioned[self._edge_index[edge]] += sub.rate
         # The ACK allowance already covers the reverse traffic's acknowledgements.
@@ -265,14 +267,12 @@ class Ofpt(Controller):
         return kept.throughput, list(zip(steady, kept.path_flows, strict=True))
 
     def _split(self, members, paths, flow_on_path, plan, residual) -> None:
-        """Hands each flow of a pair λ of its demand from the pair's paths, fullest first."""
+        """Hands the pair's provisioned bandwidth to its flows in MRTF order, each up to
+        its demand, from the paths it already uses first, then the fullest."""
         left = flow_on_path.astype(np.float64).copy()
-        total_demand = sum(f.demand for f in members)
-        # λ above 1 means room to spare: no flow is provisioned beyond its demand.
-        share = min(float(left.sum()) / total_demand, 1.0) if total_demand > 0 else 0.0
         index = {tuple(p): i for i, p in enumerate(paths)}
         for f in members:
-            want = share * f.demand
+            want = f.demand
             assigned: list[tuple[list[int], float]] = []
             # Paths the flow already uses first (no needless migration), then the fullest.
             current = [
@@ -316,9 +316,10 @@ class Ofpt(Controller):
             for k, sub in enumerate(f.subflows):
                 path, rate = slots[k]
                 self._place(f, k, sub, path)
-                if sub.rate != rate or path is None:
-                    sub.rate = rate if path is not None else 0.0
-                    self._pace(f, k, sub.rate)
+                rate = rate if path is not None else 0.0
+                if sub.rate != rate:
+                    sub.rate = rate
+                    self._pace(f, k, rate)
 
     @staticmethod
     def _slots(f: _LongFlow, assigned) -> list[tuple[list[int] | None, float]]:
