@@ -121,11 +121,11 @@ def traffic(hosts: int, pattern: str, seed: int) -> list[tuple[int, int]]:
     return flows
 
 
-def run_fabric(
-    topology: Topology, scheme: str, pairs: list[tuple[int, int]], seed: int, timing: dict
-) -> dict:
-    """One scheme carrying long flows `pairs` on `topology`: goodput over the measured
-    window as a fraction of hosts x NIC, each flow's goodput over its natural demand."""
+def _simulation(
+    topology: Topology, scheme: str, seed: int, profile: str = "datacenter"
+) -> tuple[Simulation, str]:
+    """The network a scheme runs on (its routing, 100-packet buffers, hosts of
+    `profile`) and the transport of its long flows."""
     routing, transport, subflows = scheme_setup(scheme)
     sim = Simulation(
         topology,
@@ -133,16 +133,29 @@ def run_fabric(
         routing=routing,
         host_queue=BUFFER,
         switch_queue=BUFFER,
-        tcp=TcpParams(mptcp_subflows=subflows),
+        tcp=TcpParams.for_profile(profile, mptcp_subflows=subflows),
     )
+    return sim, transport
+
+
+def _controller(plane: ControlPlane, scheme: str) -> Controller | None:
+    if scheme == "Hedera":
+        return plane.add(Hedera(period=POLL, time_scale=1.0))
+    if scheme.startswith("OFPT"):
+        return plane.add(Ofpt(period=POLL, long_flow=LONG_FLOW))
+    return None
+
+
+def run_fabric(
+    topology: Topology, scheme: str, pairs: list[tuple[int, int]], seed: int, timing: dict
+) -> dict:
+    """One scheme carrying long flows `pairs` on `topology`: goodput over the measured
+    window as a fraction of hosts x NIC, each flow's goodput over its natural demand."""
+    sim, transport = _simulation(topology, scheme, seed)
     for src, dst in pairs:
         sim.add_tcp_flow(src, dst, "100GB", transport=transport)
     plane = ControlPlane(sim)
-    controller: Controller | None = None
-    if scheme == "Hedera":
-        controller = plane.add(Hedera(period=POLL, time_scale=1.0))
-    elif scheme.startswith("OFPT"):
-        controller = plane.add(Ofpt(period=POLL))
+    controller = _controller(plane, scheme)
     wall = time.perf_counter()
     plane.run(f"{timing['warmup_ms']}ms")
     before = sim.flows()["bytes_delivered"].astype(np.float64)
@@ -165,14 +178,6 @@ def run_fabric(
         out["migrations"] = controller.migrations
         out["lambda"] = controller.last_throughput
     return out
-
-
-def _controller(plane: ControlPlane, scheme: str) -> Controller | None:
-    if scheme == "Hedera":
-        return plane.add(Hedera(period=POLL, time_scale=1.0))
-    if scheme.startswith("OFPT"):
-        return plane.add(Ofpt(period=POLL, long_flow=LONG_FLOW))
-    return None
 
 
 def _cpu_meter(controller: Controller | None) -> list[float]:
@@ -201,15 +206,7 @@ def run_finite(
 ) -> dict:
     """Finite flows under a scheme until all finish (or `limit`), on hosts of `profile`:
     each flow's completion time (s, NaN if unfinished) and the controller's CPU seconds."""
-    routing, transport, subflows = scheme_setup(scheme)
-    sim = Simulation(
-        topology,
-        seed=seed,
-        routing=routing,
-        host_queue=BUFFER,
-        switch_queue=BUFFER,
-        tcp=TcpParams.for_profile(profile, mptcp_subflows=subflows),
-    )
+    sim, transport = _simulation(topology, scheme, seed, profile)
     sizes = flows["size_bytes"]
     long = sizes >= LONG_FLOW if transport == "mptcp" else np.zeros(len(sizes), bool)
     ids = np.empty(len(sizes), dtype=np.int64)
@@ -420,39 +417,32 @@ def _mean(runs: list[dict], key: str) -> float:
     return float(np.mean([r[key] for r in runs]))
 
 
-def _fabric_rows(fabric: dict, k: int) -> list[list[str]]:
-    rows = []
-    for scheme in FABRIC_SCHEMES:
-        runs = fabric[scheme]
-        util = np.concatenate([r["flow_utilisation"] for r in runs])
-        rows.append(
-            [
-                f"fat-tree k={k} | one-to-one | {scheme}",
-                _pct([r["throughput"] for r in runs]),
-                PAPER_K8.get(scheme, "-"),
-                f"{util.min():.3f}",
-                f"{np.mean(util >= 0.9) * 100:.0f} %",
-                f"{_mean(runs, 'drops'):.0f}",
-            ]
-        )
-    return rows
+def _throughput_row(label: str, runs: list[dict], paper: str) -> list[str]:
+    util = np.concatenate([r["flow_utilisation"] for r in runs])
+    return [
+        label,
+        _pct([r["throughput"] for r in runs]),
+        paper,
+        f"{util.min():.3f}",
+        f"{np.mean(util >= 0.9) * 100:.0f} %",
+        f"{_mean(runs, 'drops'):.0f}",
+    ]
 
 
-def _pattern_rows(patterns: dict) -> list[list[str]]:
-    rows = []
-    for key, runs in patterns.items():
-        util = np.concatenate([r["flow_utilisation"] for r in runs])
-        paper = "> 97" if key.endswith("OFPT-4") else ""
-        rows.append(
-            [
-                key,
-                _pct([r["throughput"] for r in runs]),
-                paper,
-                f"{util.min():.3f}",
-                f"{np.mean(util >= 0.9) * 100:.0f} %",
-                f"{_mean(runs, 'drops'):.0f}",
-            ]
+def _throughput_rows(results: dict) -> list[list[str]]:
+    k = results["timing"]["k"]
+    rows = [
+        _throughput_row(
+            f"fat-tree k={k} | one-to-one | {scheme}",
+            results["fabric"][scheme],
+            PAPER_K8.get(scheme, "-"),
         )
+        for scheme in FABRIC_SCHEMES
+    ]
+    rows += [
+        _throughput_row(key, runs, "> 97" if key.endswith("OFPT-4") else "")
+        for key, runs in results["patterns"].items()
+    ]
     return rows
 
 
@@ -598,6 +588,20 @@ def table(results: dict):
         f"{_mean(ofpt, 'round_ms'):.1f} ms CPU a round at ε = 0.1, λ {_mean(ofpt, 'lambda'):.3f}, "
         f"{_mean(ofpt, 'migrations'):.0f} subflow moves; {_mean(ofpt, 'wall_s'):.1f} s wall a run.",
         f"Paper, patterns: {PAPER_PATTERNS}.",
+        "Per-flow utilisation on the big fat-tree, its distribution as 10th / 50th / 90th "
+        "percentiles: "
+        + "; ".join(
+            f"{scheme} "
+            + " / ".join(
+                f"{q:.2f}"
+                for q in np.percentile(
+                    np.concatenate([r["flow_utilisation"] for r in results["fabric"][scheme]]),
+                    [10, 50, 90],
+                )
+            )
+            for scheme in FABRIC_SCHEMES
+        )
+        + ".",
     ]
     notes += [
         "Testbed rows: 8 servers (2 leaves of 4, 4 spines, 1 Gb/s), web-search flows between "
@@ -619,9 +623,7 @@ def table(results: dict):
             "flows >= 0.9 | unfinished",
             "drops",
         ],
-        rows=_fabric_rows(results["fabric"], timing["k"])
-        + _pattern_rows(results["patterns"])
-        + [row + [""] for row in extra],
+        rows=_throughput_rows(results) + [row + [""] for row in extra],
         claims=_claims(results) + _fct_claims(results),
         notes=notes,
     )
