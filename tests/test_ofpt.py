@@ -5,6 +5,7 @@ loss; per-subflow pacing follows every rate change."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -137,7 +138,7 @@ def test_bad_parameters_are_refused(params, message):
 
 
 def test_a_scenario_names_the_bad_ofpt_parameter(scenario_path):
-    text = open(scenario_path("fattree-permutation-ofpt")).read()
+    text = Path(scenario_path("fattree-permutation-ofpt")).read_text()
     with pytest.raises(ScenarioError, match=r"control.apps\[0\] \(ofpt\): epsilon must be in"):
         parse_scenario(text.replace("epsilon = 0.1", "epsilon = 0.9")).build()
 
@@ -165,3 +166,12 @@ def test_the_study_table_puts_ours_beside_the_paper(monkeypatch):
     for row in table.rows:
         if row[0].startswith("sizes | 1MB"):
             assert float(row[1].split(" ± ")[0]) > float(row[2]) == 8.0
+
+
+def test_a_topology_with_parallel_links_is_refused():
+    links = [("h0", "s1"), ("s1", "s2"), ("s1", "s2"), ("s2", "h1")]
+    topology = Topology.custom(["h0", "h1"], ["s1", "s2"], [(a, b, GIGABIT) for a, b in links])
+    plane = ControlPlane(Simulation(topology))
+    plane.add(Ofpt())
+    with pytest.raises(ValueError, match="at most one link between two nodes"):
+        plane.run("1ms")

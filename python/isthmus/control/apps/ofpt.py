@@ -47,7 +47,6 @@ from isthmus.control.mcf import Commodity, max_concurrent_flow
 from isthmus.control.plane import Controller
 from isthmus.units import size_bytes, time_ps
 
-Edge = tuple[int, int]
 MPTCP_PORT_STEP = 1000
 """An MPTCP connection's subflow k sends from its source port + 1000 k (the engine's rule)."""
 
@@ -56,8 +55,9 @@ MPTCP_PORT_STEP = 1000
 class _Subflow:
     path: list[int] | None = None
     entries: list[tuple[int, int]] = field(default_factory=list)
-    """Entries of the data path, then of the ACKs' way back along it."""
+    """(switch, entry) of the data path, first hop first."""
     back: list[tuple[int, int]] = field(default_factory=list)
+    """(switch, entry) of the ACKs' way back along the same path."""
     rate: float | None = None
     """The rate it is paced at; None until OFPT first paces it (the transport's own)."""
     priority: int = 0
@@ -120,6 +120,17 @@ class Ofpt(Controller):
         install_ecmp(self, self.ecmp_priority)
         ports = self.port_stats()
         self._edges = list(zip(ports["node"].tolist(), ports["peer_node"].tolist(), strict=True))
+        if len(set(self._edges)) < len(self._edges):
+            raise ValueError(
+                "OFPT routes over node paths and needs at most one link between two nodes; "
+                "this topology has parallel links"
+            )
+        for node in self.ports.host_node:
+            if len(self.ports.neighbours[node]) != 1:
+                raise ValueError(
+                    f"OFPT needs every host on one link to its ToR; "
+                    f"'{self.ports.names[node]}' has {len(self.ports.neighbours[node])}"
+                )
         self._capacity = ports["rate_bps"].astype(np.float64)
         self._edge_index = {edge: i for i, edge in enumerate(self._edges)}
         self._last_tx = ports["tx_bytes"].astype(np.float64)
