@@ -51,7 +51,9 @@ def test_bcn_sources_back_off_on_a_supplied_queue_value():
     for predicted in (False, True):
         sim = Simulation(Topology.custom(hosts, ["s"], links), switch_queue="1000pkts", bcn={})
         for host in range(2):
-            sim.add_bcn_flow(host, 2, fair_share="500Mbps", stop="50ms")
+            sim.add_bcn_flow(
+                host, 2, fair_share="500Mbps", stop="50ms", max_pause="1ms", min_pause="0s"
+            )
         plane = ControlPlane(sim)
         if predicted:
             plane.add(PredictsCongestion())
@@ -64,6 +66,89 @@ def test_bcn_sources_back_off_on_a_supplied_queue_value():
     assert delivered[True] < 0.5 * delivered[False], delivered
     with pytest.raises(ValueError, match="unknown BCN field"):
         Simulation(Topology.custom(hosts, ["s"], links), bcn={"qeq": 10})
+
+
+def _star(**bcn) -> Simulation:
+    hosts = ["a", "b", "rx"]
+    links = [(h, "s", Link("1Gbps", "1us")) for h in hosts]
+    return Simulation(Topology.custom(hosts, ["s"], links), switch_queue="1000pkts", bcn=bcn)
+
+
+def test_a_bcn_source_sends_its_packet_size_at_its_offered_load():
+    sim = _star()
+    flow = sim.add_bcn_flow(
+        0, 2, fair_share="1Gbps", stop="20ms", packet_size="64B", offered_load="100Mbps"
+    )
+    sim.run("21ms")
+    flows = sim.flows()
+    # 100 Mb/s of 64 B datagrams for 20 ms: 3906 of them, 36 B of payload each.
+    assert abs(int(flows["packets_sent"][flow]) - 3906) <= 1
+    assert int(flows["bytes_sent"][flow]) == 36 * int(flows["packets_sent"][flow])
+    with pytest.raises(ValueError, match="exceeds the source's line rate"):
+        sim.add_bcn_flow(1, 2, fair_share="1Gbps", stop="30ms", offered_load="2Gbps")
+
+
+class Predicts(Controller):
+    """Gives the bottleneck's congestion point fixed predictions (k = 3)."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def on_start(self):
+        self.set_bcn_predictions({("s", 2): self.values})
+
+
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        ([5.0, 10.0, 95.0], None),  # most below Qeq: nothing for an unregulated source
+        ([30.0, 40.0, 95.0], "normal"),
+        ([95.0, 100.0, 10.0], "stop"),
+        ([95.0, 30.0], "stop"),  # a tie goes to the more congested class
+    ],
+)
+def test_the_majority_of_the_predictions_decides_the_feedback(values, kind):
+    sim = _star(pm=1.0)
+    sim.add_bcn_flow(0, 2, fair_share="500Mbps", stop="1ms", min_pause="0s", max_pause="0s")
+    plane = ControlPlane(sim)
+    plane.add(Predicts(values))
+    plane.run("1ms")
+    feedback = sim.bcn()
+    sent = {k: int(feedback[k].sum()) for k in ("positive", "normal", "stop")}
+    if kind is None:
+        assert sum(sent.values()) == 0, sent
+    else:
+        assert sent[kind] > 0 and sum(sent.values()) == sent[kind], sent
+
+
+def test_a_stopped_source_pauses_for_the_configured_time():
+    # Every arrival is sampled and predicted at Qsc: each burst the source sends is
+    # STOPped, then it waits 20 ms. In 50 ms it sends two bursts of a few packets (those
+    # out before the STOP frame returns) instead of 4000 packets.
+    sim = _star(pm=1.0)
+    sim.add_bcn_flow(0, 2, fair_share="1Gbps", stop="50ms", min_pause="20ms", max_pause="20ms")
+    plane = ControlPlane(sim)
+    plane.add(Predicts([100.0]))
+    plane.run("50ms")
+    flows = sim.flows()
+    assert int(sim.bcn()["stop"].sum()) >= 3
+    assert int(flows["packets_sent"][0]) < 20
+    assert 40e9 <= int(flows["last_delivery_ps"][0]) < 41e9
+
+
+def test_bcn_predictions_are_checked():
+    sim = _star()
+    plane = ControlPlane(sim)
+    controller = plane.add(Controller())
+    with pytest.raises(ValueError, match="at least one value"):
+        controller.set_bcn_predictions({("s", 2): []})
+    with pytest.raises(ValueError, match="finite, non-negative"):
+        controller.set_bcn_predictions({("s", 2): [float("nan")]})
+    plain = ControlPlane(
+        Simulation(Topology.custom(["a", "b"], ["s"], [("a", "s", Link()), ("s", "b", Link())]))
+    )
+    with pytest.raises(ValueError, match="no BCN congestion points"):
+        plain.add(Controller()).set_bcn_predictions({("s", 1): [3.0]})
 
 
 def _spread_transfer_ms(transport: str) -> float:

@@ -524,6 +524,18 @@ class BcnTraffic(PairedSources):
     ru: Rate = defaults.rate("bcn_source", "ru")
     gi: Annotated[float, Field(gt=0)] = defaults.number("bcn_source", "gi")
     gd: Annotated[float, Field(gt=0)] = defaults.number("bcn_source", "gd")
+    packet_size: Size = f"{defaults.number('bcn_source', 'packet_size')}B"
+    offered_load: Rate | None = None
+    min_pause: Time = defaults.duration("bcn_source", "min_pause")
+    max_pause: Time = defaults.duration("bcn_source", "max_pause")
+
+    @model_validator(mode="after")
+    def _pauses(self) -> BcnTraffic:
+        if units.time_ps(self.min_pause) > units.time_ps(self.max_pause):
+            raise ValueError(
+                f"min_pause ({self.min_pause}) must not exceed max_pause ({self.max_pause})"
+            )
+        return self
 
     def add_to(self, sim: Simulation, index: int, base: Path) -> None:
         if sim.bcn_points is None:
@@ -542,6 +554,10 @@ class BcnTraffic(PairedSources):
                 ru=self.ru,
                 gi=self.gi,
                 gd=self.gd,
+                packet_size=self.packet_size,
+                offered_load=self.offered_load,
+                min_pause=self.min_pause,
+                max_pause=self.max_pause,
             )
 
 

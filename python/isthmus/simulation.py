@@ -351,16 +351,27 @@ class Simulation:
         ru: int | str = defaults.rate("bcn_source", "ru"),
         gi: float = defaults.number("bcn_source", "gi"),
         gd: float = defaults.number("bcn_source", "gd"),
+        packet_size: int | str = f"{defaults.number('bcn_source', 'packet_size')}B",
+        offered_load: int | str | None = None,
+        min_pause: int | str = defaults.duration("bcn_source", "min_pause"),
+        max_pause: int | str = defaults.duration("bcn_source", "max_pause"),
     ) -> int:
-        """A BCN-regulated datagram source from `src` to `dst` at its host's line rate
-        (IBCN's reaction point: Ru, Gi, Gd), restarting after STOP at `fair_share`.
-        Runs until `size` bytes or `stop`. Returns its id."""
+        """A BCN-regulated datagram source from `src` to `dst` (IBCN's reaction point:
+        Ru, Gi, Gd) of `packet_size` datagrams, sending at most `offered_load` (default:
+        its host's line rate); after a STOP it pauses for a time uniform in [`min_pause`,
+        `max_pause`] (the IBCN paper's 200-800 ms by default) and restarts at
+        `fair_share`. Runs until `size` bytes or `stop`. Returns its id."""
         from isthmus.metrics import access_rates
 
         if size is None and stop is None:
             raise ValueError("a BCN flow needs a size, a stop time, or both")
         src, dst = self._host(src, "src"), self._host(dst, "dst")
         line_rate = int(access_rates(self)[src])
+        cap = rate_bps(offered_load) if offered_load is not None else line_rate
+        if cap > line_rate:
+            raise ValueError(
+                f"offered_load ({offered_load}) exceeds the source's line rate ({line_rate} bps)"
+            )
         return self._engine.add_bcn_flow(
             src,
             dst,
@@ -372,6 +383,10 @@ class Simulation:
             rate_bps(ru),
             gi,
             gd,
+            size_bytes(packet_size),
+            cap,
+            time_ps(min_pause),
+            time_ps(max_pause),
         )
 
     def bcn(self) -> dict[str, np.ndarray]:

@@ -135,12 +135,11 @@ pub enum Command {
     /// Replace the queueing of one port of `switch` (None: every port). A change of
     /// AQM alone keeps the queues as they are; any other change re-queues the waiting
     /// packets in service order under the new configuration.
-    /// Feed switch `switch`'s BCN congestion point on `port` this queue value (packets)
-    /// instead of the measured queue; None measures again (the IBCN hook).
-    SetBcnQueue {
-        switch: u32,
-        port: u16,
-        queue: Option<f64>,
+    /// Give BCN congestion points (switch, port) predicted queue values (packets) that
+    /// decide their feedback instead of the measured queue; None measures again (the
+    /// IBCN hook, every point in one command).
+    SetBcnPredictions {
+        points: Vec<(u32, u16, Option<Vec<f64>>)>,
     },
     ConfigureQueue {
         switch: u32,
@@ -442,18 +441,26 @@ impl Engine {
                     )),
                 }
             }
-            Command::SetBcnQueue {
-                switch,
-                port,
-                queue,
-            } => {
-                self.check_switch(*switch)?;
-                self.check_port(*switch, *port)?;
-                if queue.is_some_and(|q| !(q >= 0.0 && q.is_finite())) {
+            Command::SetBcnPredictions { points } => {
+                if self.config().bcn.is_none() {
                     return Err(
-                        "a supplied BCN queue must be a finite, non-negative number of packets"
-                            .into(),
+                        "this network has no BCN congestion points (configure bcn first)".into(),
                     );
+                }
+                for (switch, port, values) in points {
+                    self.check_switch(*switch)?;
+                    self.check_port(*switch, *port)?;
+                    if let Some(values) = values {
+                        if values.is_empty() {
+                            return Err("BCN predictions need at least one value (or None to measure again)".into());
+                        }
+                        if values.iter().any(|q| !(*q >= 0.0 && q.is_finite())) {
+                            return Err(
+                                "predicted BCN queues must be finite, non-negative numbers of packets"
+                                    .into(),
+                            );
+                        }
+                    }
                 }
                 Ok(())
             }
@@ -683,14 +690,12 @@ impl Engine {
             Command::SetLink { link, up } => {
                 self.set_link_up(link as usize, up).expect("validated");
             }
-            Command::SetBcnQueue {
-                switch,
-                port,
-                queue,
-            } => {
-                let global = self.nodes[switch as usize].first_port + port as u32;
-                self.set_bcn_queue(global, queue)
-                    .expect("validated when issued");
+            Command::SetBcnPredictions { points } => {
+                for (switch, port, values) in points {
+                    let global = self.nodes[switch as usize].first_port + port as u32;
+                    self.set_bcn_predictions(global, values)
+                        .expect("validated when issued");
+                }
             }
             Command::RetirePath { flow, entries } => self.retire_path(flow, entries),
             Command::ConfigureQueue {

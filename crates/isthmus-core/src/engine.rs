@@ -1133,14 +1133,19 @@ impl Engine {
         self.forward(node, u16::MAX, id);
     }
 
-    /// Makes switch port `port_id`'s BCN congestion point use `queue` (packets) instead
-    /// of its measured queue; None measures again. IBCN feeds predictions through this.
-    pub fn set_bcn_queue(&mut self, port_id: PortId, queue: Option<f64>) -> Result<(), String> {
+    /// Makes switch port `port_id`'s BCN congestion point decide from `predictions`
+    /// (queue values in packets, see `transport::bcn`) instead of its measured queue;
+    /// None measures again. IBCN feeds its forecasts through this.
+    pub fn set_bcn_predictions(
+        &mut self,
+        port_id: PortId,
+        predictions: Option<Vec<f64>>,
+    ) -> Result<(), String> {
         let port = self
             .ports
             .get_mut(port_id as usize)
             .ok_or_else(|| format!("port {port_id} does not exist"))?;
-        port.bcn.queue_override = queue;
+        port.bcn.predictions = predictions;
         Ok(())
     }
 

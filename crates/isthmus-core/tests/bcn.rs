@@ -58,7 +58,12 @@ fn ten_sources_settle_the_queue_near_qeq() {
     // measure the second second.
     let sources = 10;
     let mut e = star(sources, G);
-    let cfg = BcnSourceConfig::ibcn(G, G / sources as u64);
+    // STOP pauses scaled to this one-second run (the paper's are 200-800 ms).
+    let cfg = BcnSourceConfig {
+        min_pause: 0,
+        max_pause: MS,
+        ..BcnSourceConfig::ibcn(G, G / sources as u64)
+    };
     for i in 0..sources as u32 {
         e.add_bcn_flow(i, sources as u32, &cfg, 0, 0, 2000 * MS)
             .unwrap();
@@ -117,7 +122,8 @@ fn stop_fires_above_qsc_and_a_supplied_queue_drives_feedback() {
         .iter()
         .position(|p| p.node == switch && e.ports[p.peer as usize].node == rx)
         .unwrap();
-    e.set_bcn_queue(port as u32, Some(50.0)).unwrap();
+    e.set_bcn_predictions(port as u32, Some(vec![50.0]))
+        .unwrap();
     let cfg = BcnSourceConfig::ibcn(G, G / 100);
     e.add_bcn_flow(0, 2, &cfg, 0, 0, 20 * MS).unwrap();
     e.run_until(20 * MS);

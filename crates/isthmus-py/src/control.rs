@@ -480,24 +480,14 @@ impl Engine {
         )
     }
 
-    /// Feeds the BCN congestion point of `port` of `switch` a queue value (packets), or
-    /// measures again with None.
-    #[pyo3(signature = (delay, switch, port, queue=None))]
-    fn set_bcn_queue(
+    /// Gives BCN congestion points (switch, port) predicted queue values (packets), or
+    /// None to measure again, in one command.
+    fn set_bcn_predictions(
         &mut self,
         delay: u64,
-        switch: u32,
-        port: u16,
-        queue: Option<f64>,
+        points: Vec<(u32, u16, Option<Vec<f64>>)>,
     ) -> PyResult<()> {
-        self.issue(
-            delay,
-            Command::SetBcnQueue {
-                switch,
-                port,
-                queue,
-            },
-        )
+        self.issue(delay, Command::SetBcnPredictions { points })
     }
 
     fn set_link(&mut self, delay: u64, link: u32, up: bool) -> PyResult<()> {

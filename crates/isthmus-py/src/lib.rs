@@ -238,6 +238,12 @@ fn engine_defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
             ("ru", source.ru.into_pyobject(py)?.into_any()),
             ("gi", source.gi.into_pyobject(py)?.into_any()),
             ("gd", source.gd.into_pyobject(py)?.into_any()),
+            (
+                "packet_size",
+                source.packet_size.into_pyobject(py)?.into_any(),
+            ),
+            ("min_pause", source.min_pause.into_pyobject(py)?.into_any()),
+            ("max_pause", source.max_pause.into_pyobject(py)?.into_any()),
         ])?,
     )?;
     let dcqcn = DcqcnConfig::paper(1);
@@ -1002,11 +1008,19 @@ impl Engine {
         ru: u64,
         gi: f64,
         gd: f64,
+        packet_size: u32,
+        max_rate: u64,
+        min_pause: u64,
+        max_pause: u64,
     ) -> PyResult<u32> {
         let cfg = isthmus_core::transport::bcn::BcnSourceConfig {
             ru,
             gi,
             gd,
+            packet_size,
+            max_rate,
+            min_pause,
+            max_pause,
             ..isthmus_core::transport::bcn::BcnSourceConfig::ibcn(line_rate, fair_share)
         };
         self.inner

@@ -231,9 +231,23 @@ class Controller(_Program):
         self._plane._engine_call("pace_subflow", 0, flow, subflow, bps)
 
     def set_bcn_queue(self, switch: int | str, port: int, queue: float | None) -> None:
-        """Feeds the BCN congestion point of a switch port a queue value (packets) in
-        place of the measured queue, e.g. a prediction; None measures again."""
-        self._plane._engine_call("set_bcn_queue", 0, self._plane.ports.node(switch), port, queue)
+        """Feeds the BCN congestion point of a switch port one queue value (packets) in
+        place of the measured queue; None measures again."""
+        self.set_bcn_predictions({(switch, port): None if queue is None else [queue]})
+
+    def set_bcn_predictions(
+        self, predictions: dict[tuple[int | str, int], list[float] | None]
+    ) -> None:
+        """Gives BCN congestion points, keyed (switch, port), predicted queue values
+        (packets), all in one command: the class most of them fall in decides each
+        point's feedback and their mean replaces the queue in e (IBCN); None measures
+        again."""
+        node = self._plane.ports.node
+        points = [
+            (node(switch), port, None if values is None else [float(v) for v in values])
+            for (switch, port), values in predictions.items()
+        ]
+        self._plane._engine_call("set_bcn_predictions", 0, points)
 
     def set_link(self, link: int, up: bool) -> None:
         self._plane._engine_call("set_link", 0, link, up)

@@ -4,19 +4,24 @@
 //!
 //! The congestion point (`BcnPoint`, one per switch port):
 //! 1. samples each arriving packet with probability Pm;
-//! 2. at a sample computes e = −(q − Qeq + w·(q − q_prev)), q the queue in packets (or a
-//!    value the control plane supplies instead, the hook IBCN feeds predictions through)
-//!    and q_prev its value at the previous sample (arrivals minus departures since);
+//! 2. at a sample computes e = −(q − Qeq + w·(q − q_prev)), q the queue in packets and
+//!    q_prev its value at the previous sample (q − q_prev: arrivals minus departures);
 //! 3. below Qeq sends positive feedback only to a source whose packet carries the rate-
 //!    regulator tag, between Qeq and Qsc sends NORMAL feedback carrying e, at or above
 //!    Qsc sends STOP; feedback is a real frame routed back to the source.
+//! 4. IBCN's hook: the control plane may give the point k predicted queue values. Then
+//!    the class most of them fall in (below Qeq, between, at or above Qsc; a tie goes to
+//!    the more congested class) decides the feedback, and their mean replaces q in e
+//!    (e_IBCN = −(mean − Qeq + w·(q − q_prev)), the change still measured).
 //!
 //! The reaction point (`BcnSource`) starts at line rate without a regulator; the first
 //! negative feedback installs one at line rate. On positive or NORMAL feedback it sets
 //! r ← r + Gi·e·Ru when e > 0 and r ← r·(1 + Gd·e) when e < 0 (e saturated so one message at most halves
-//! the rate); on STOP it pauses for a random time up to `max_pause` and restarts at the
-//! fair share `restart_rate` (or its current rate, if lower). Defaults are the IBCN paper's table: Ru = 3 Mbit/s,
-//! Gi = 4, Gd = 0.02, w = 2, Qsc = 90, Qeq = 20 packets; Pm = 0.01.
+//! the rate); on STOP it pauses for a time uniform in [`min_pause`, `max_pause`] and
+//! restarts at the fair share `restart_rate` (or its current rate, if lower). It never
+//! sends faster than `max_rate`, its offered load. Defaults are the IBCN paper's: Ru =
+//! 3 Mbit/s, Gi = 4, Gd = 0.02, w = 2, Qsc = 90, Qeq = 20 packets, Pm = 0.01, and a STOP
+//! pause of 200-800 ms (its section IV.D).
 
 use super::{FlowRecord, Outbox};
 use crate::packet::{Packet, PROTO_UDP};
@@ -37,6 +42,19 @@ pub struct BcnPointConfig {
     pub q_eq: f64,
     pub q_sc: f64,
     pub w: f64,
+}
+
+impl BcnPointConfig {
+    /// 0 below Qeq, 1 from Qeq to below Qsc, 2 at or above Qsc.
+    fn class_of(&self, queue: f64) -> usize {
+        if queue >= self.q_sc {
+            2
+        } else if queue >= self.q_eq {
+            1
+        } else {
+            0
+        }
+    }
 }
 
 impl Default for BcnPointConfig {
@@ -83,8 +101,9 @@ impl Feedback {
 #[derive(Clone, Debug, Default)]
 pub struct BcnPoint {
     q_prev: f64,
-    /// A queue value supplied by the control plane, used instead of the real queue.
-    pub queue_override: Option<f64>,
+    /// Queue values (packets) the control plane predicts for this port; when present
+    /// they decide the feedback instead of the measured queue.
+    pub predictions: Option<Vec<f64>>,
     pub samples: u64,
     pub sent: [u64; 3],
 }
@@ -102,17 +121,27 @@ impl BcnPoint {
             return None;
         }
         self.samples += 1;
-        let q = self.queue_override.unwrap_or(queue);
-        let e = -(q - cfg.q_eq + cfg.w * (q - self.q_prev));
-        self.q_prev = q;
-        let feedback = if q >= cfg.q_sc {
-            Feedback::Stop
-        } else if q >= cfg.q_eq {
-            Feedback::Normal(e)
-        } else if tagged && e > 0.0 {
-            Feedback::Positive(e)
-        } else {
-            return None;
+        let change = queue - self.q_prev;
+        self.q_prev = queue;
+        let (level, class) = match self.predictions.as_deref() {
+            Some(values) if !values.is_empty() => {
+                let mut counts = [0usize; 3];
+                for &v in values {
+                    counts[cfg.class_of(v)] += 1;
+                }
+                // The most common class; ties go to the more congested one (max_by_key
+                // returns the last of equal maxima).
+                let class = (0..3).max_by_key(|&c| counts[c]).unwrap_or(0);
+                (values.iter().sum::<f64>() / values.len() as f64, class)
+            }
+            _ => (queue, cfg.class_of(queue)),
+        };
+        let e = -(level - cfg.q_eq + cfg.w * change);
+        let feedback = match class {
+            2 => Feedback::Stop,
+            1 => Feedback::Normal(e),
+            _ if tagged && e > 0.0 => Feedback::Positive(e),
+            _ => return None,
         };
         let slot = match feedback {
             Feedback::Positive(_) => 0,
@@ -132,8 +161,11 @@ pub struct BcnSourceConfig {
     pub gi: f64,
     pub gd: f64,
     pub restart_rate: Rate,
+    pub min_pause: Time,
     pub max_pause: Time,
     pub min_rate: Rate,
+    /// The most it sends, regulated or not: its offered load.
+    pub max_rate: Rate,
 }
 
 impl BcnSourceConfig {
@@ -146,8 +178,10 @@ impl BcnSourceConfig {
             gi: 4.0,
             gd: 0.02,
             restart_rate: fair_share,
-            max_pause: MS,
+            min_pause: 200 * MS,
+            max_pause: 800 * MS,
             min_rate: 1_000_000,
+            max_rate: line_rate,
         }
     }
 
@@ -164,6 +198,15 @@ impl BcnSourceConfig {
         }
         if self.gi <= 0.0 || self.gd <= 0.0 {
             return Err("BCN gains Gi and Gd must be positive".into());
+        }
+        if self.max_rate == 0 || self.max_rate > self.line_rate {
+            return Err(format!(
+                "BCN max_rate (the offered load) must be positive and at most the line rate ({} bps), got {} bps",
+                self.line_rate, self.max_rate
+            ));
+        }
+        if self.min_pause > self.max_pause {
+            return Err("BCN min_pause must not exceed max_pause".into());
         }
         Ok(())
     }
@@ -198,8 +241,12 @@ impl BcnSource {
         }
     }
 
+    /// What it sends at now: the regulator's rate (line rate without one), at most its
+    /// offered load.
     pub fn rate(&self) -> f64 {
-        self.regulator.unwrap_or(self.cfg.line_rate as f64)
+        self.regulator
+            .unwrap_or(self.cfg.line_rate as f64)
+            .min(self.cfg.max_rate as f64)
     }
 
     pub fn on_timer(
@@ -281,7 +328,8 @@ impl BcnSource {
             }
             Feedback::Stop => {
                 self.feedback[2] += 1;
-                let pause = (self.rng.next_f64() * self.cfg.max_pause as f64) as Time;
+                let span = (self.cfg.max_pause - self.cfg.min_pause) as f64;
+                let pause = self.cfg.min_pause + (self.rng.next_f64() * span) as Time;
                 self.paused_until = self.paused_until.max(now + pause);
                 // Restart at the fair share, or lower if the regulator is already lower.
                 let restart = (self.cfg.restart_rate as f64).min(self.rate());
@@ -320,14 +368,28 @@ mod tests {
             cp.on_arrival(&cfg, 95.0, false, &mut rng),
             Some(Feedback::Stop)
         );
-        // A supplied queue value replaces the measured one.
-        cp.queue_override = Some(50.0);
-        let expected = -(50.0 - 20.0 + 2.0 * (50.0 - 95.0));
+        // Predictions decide by majority and their mean replaces q; the change is measured.
+        cp.predictions = Some(vec![50.0, 10.0, 60.0]);
+        let expected = -(40.0 - 20.0 + 2.0 * (0.0 - 95.0));
         assert_eq!(
             cp.on_arrival(&cfg, 0.0, false, &mut rng),
             Some(Feedback::Normal(expected))
         );
-        assert_eq!(cp.sent, [1, 2, 1]);
+        cp.predictions = Some(vec![95.0, 10.0, 100.0, 30.0]);
+        assert_eq!(
+            cp.on_arrival(&cfg, 0.0, false, &mut rng),
+            Some(Feedback::Stop),
+            "two of four at or above Qsc: the tie goes to STOP"
+        );
+        cp.predictions = Some(vec![95.0, 30.0]);
+        assert_eq!(
+            cp.on_arrival(&cfg, 0.0, false, &mut rng),
+            Some(Feedback::Stop),
+            "one STOP, one NORMAL: a tie"
+        );
+        cp.predictions = Some(vec![5.0, 10.0, 95.0]);
+        assert_eq!(cp.on_arrival(&cfg, 0.0, false, &mut rng), None);
+        assert_eq!(cp.sent, [1, 2, 3]);
     }
 
     #[test]
@@ -345,7 +407,13 @@ mod tests {
         );
         s.on_feedback(Feedback::Stop, 0);
         assert_eq!(s.rate(), 100e6);
-        assert!(s.paused_until <= MS);
+        assert!((200 * MS..=800 * MS).contains(&s.paused_until));
+        let capped = BcnSourceConfig {
+            max_rate: 300_000_000,
+            ..cfg
+        };
+        let s = BcnSource::new(capped, 0, MS, Rng::stream(1, Stream::Flow, 0));
+        assert_eq!(s.rate(), 300e6, "no faster than its offered load");
         for [kind, bits] in [Feedback::Positive(2.5).encode(), Feedback::Stop.encode()] {
             assert!(Feedback::decode([kind, bits]).is_some());
         }
