@@ -101,6 +101,11 @@ class Forecaster(ABC):
         return self.scaler is not None
 
     @property
+    def variables(self) -> int:
+        """How many columns the model was fitted on (0 before fit)."""
+        return self._width
+
+    @property
     def min_context(self) -> int:
         """Rows that must be observed since fit or reset before predict() may be called."""
         return max(self.window, self._needs() if self.fitted else 1)

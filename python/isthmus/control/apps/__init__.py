@@ -1,5 +1,5 @@
 """Control programs by name, one module each: the baselines (`ecmp`, `single_path`,
-`hedera`, `l2_learning`) and the schemes (`ofpt`). Scenario files name them in
+`hedera`, `l2_learning`) and the schemes (`ofpt`, `ibcn`). Scenario files name them in
 `[[control.apps]]`; `app_class` finds one and `make_app` builds it from a scenario's
 parameters, refusing parameters the program does not take."""
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from isthmus.control.apps.ecmp import Ecmp
 from isthmus.control.apps.hedera import Hedera
+from isthmus.control.apps.ibcn import Ibcn
 from isthmus.control.apps.l2_learning import L2Learning
 from isthmus.control.apps.ofpt import Ofpt
 from isthmus.control.apps.single_path import SinglePath
@@ -19,6 +20,7 @@ APPS: dict[str, type[Controller] | type[SwitchAgent]] = {
     "ecmp": Ecmp,
     "single_path": SinglePath,
     "hedera": Hedera,
+    "ibcn": Ibcn,
     "l2_learning": L2Learning,
     "ofpt": Ofpt,
 }

@@ -1,0 +1,106 @@
+"""IBCN: BCN driven by forecast queues (Tran, Nguyen, Souihi, Mellouk, "Towards a Novel
+Congestion Notification Algorithm for Software-Defined Data Center Networks").
+
+1. Every `interval` (the paper: 1 s; 500 ms while it collects its training set), poll
+   every switch's egress queues, one series per BCN congestion point (switch port):
+   an 8 B request and a 104 B reply per switch, counted in `control_bytes`.
+2. The model (a forecaster from `isthmus.predict`: LSTM by default, or GRU, Skip-LSTM,
+   BiLSTM, ARMA, ARAR, Holt-Winters, ...) reads the last `window` polls of every
+   point and forecasts each point's next k = `horizon` queue sizes. It is either given
+   fitted (`forecaster`) or fitted here on the first `training_polls` polls (the last
+   fifth held out for early stopping).
+3. Each poll after that hands every point its k forecasts in one command
+   (`set_bcn_predictions`): at the switch, the class most of them fall in (n_a below
+   Qeq, n_b between, n_c at or above Qsc) decides between no feedback / positive (to a
+   regulated source), NORMAL and STOP, and e_IBCN = -(mean of the k - Qeq + w (Qa - Qd))
+   replaces BCN's e; the sources' regulators are BCN's, unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from isthmus.control.plane import Controller
+from isthmus.predict import Forecaster, make
+from isthmus.units import time_ps
+
+REQUEST_BYTES = 8
+REPLY_BYTES = 104
+
+
+class Ibcn(Controller):
+    def __init__(
+        self,
+        model: str = "lstm",
+        interval: int | str = "1s",
+        window: int = 10,
+        horizon: int = 5,
+        training_polls: int = 0,
+        model_options: dict[str, Any] | None = None,
+        forecaster: Forecaster | None = None,
+    ):
+        self.interval = time_ps(interval)
+        if self.interval <= 0:
+            raise ValueError(f"interval must be a positive duration, got {interval!r}")
+        if forecaster is None and training_polls < window + horizon + 5:
+            raise ValueError(
+                f"IBCN needs a fitted forecaster, or training_polls (got {training_polls}) of "
+                f"at least window + horizon + 5 = {window + horizon + 5} to fit one on"
+            )
+        if forecaster is not None and not forecaster.fitted:
+            raise ValueError("the forecaster IBCN is given must be fitted (call fit first)")
+        self.model = forecaster or make(
+            model, window=window, horizon=horizon, **(model_options or {})
+        )
+        self.horizon = horizon
+        self.training_polls = training_polls if forecaster is None else 0
+        self.history: list[np.ndarray] = []
+        self.control_bytes = 0
+        self.polls = 0
+        self.rounds_predicted = 0
+        self._live = False
+
+    def on_start(self) -> None:
+        if self.sim.bcn_points is None:
+            raise ValueError("IBCN drives BCN congestion points; configure bcn on the network")
+        ports = self.port_stats()
+        switch = np.array([self.ports.kinds[n] == "switch" for n in ports["node"].tolist()])
+        self._rows = np.flatnonzero(switch)
+        self.points = list(
+            zip(ports["node"][self._rows].tolist(), ports["port"][self._rows].tolist(), strict=True)
+        )
+        self._switches = len({node for node, _ in self.points})
+        if self.model.fitted and self.model.variables != len(self.points):
+            raise ValueError(
+                f"the forecaster was fitted on {self.model.variables} series but this network "
+                f"has {len(self.points)} congestion points"
+            )
+        self.every(self.interval, self.poll)
+
+    def poll(self) -> None:
+        queues = self.port_stats()["queue_packets"][self._rows].astype(np.float64)
+        self.polls += 1
+        self.control_bytes += self._switches * (REQUEST_BYTES + REPLY_BYTES)
+        self.history.append(queues)
+        if not self.model.fitted:
+            if len(self.history) >= self.training_polls:
+                data = np.array(self.history)
+                cut = len(data) * 4 // 5
+                self.model.fit(data[:cut], data[cut:])
+                self.model.reset(data[-self.model.min_context :])
+                self._live = True
+            return
+        if not self._live:
+            if len(self.history) < self.model.min_context:
+                return
+            self.model.reset(np.array(self.history[-self.model.min_context :]))
+            self._live = True
+        else:
+            self.model.update(queues[None, :])
+        forecast = np.maximum(self.model.predict(self.horizon), 0.0)
+        self.set_bcn_predictions(
+            {point: forecast[:, i].tolist() for i, point in enumerate(self.points)}
+        )
+        self.rounds_predicted += 1

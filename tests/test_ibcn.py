@@ -1,0 +1,100 @@
+"""IBCN's controller: it polls every congestion point, fits or takes a forecaster, and
+its forecasts, not the measured queues, decide the BCN feedback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from isthmus import Link, Simulation, Topology
+from isthmus.control import ControlPlane
+from isthmus.control.apps.ibcn import REPLY_BYTES, REQUEST_BYTES, Ibcn
+from isthmus.predict import Forecaster
+
+
+class Fixed(Forecaster):
+    """Forecasts the same queue for every point, whatever it observes."""
+
+    kind = "fixed"
+
+    def __init__(self, value: float, **options):
+        super().__init__(scaling=None, **options)
+        self.value = value
+
+    def _fit(self, data):
+        pass
+
+    def _observe(self, rows):
+        pass
+
+    def _restart(self, rows):
+        pass
+
+    def _forecast(self, lead, horizon):
+        return np.full((horizon, len(self.targets)), self.value)
+
+
+def star(**bcn) -> Simulation:
+    hosts = ["a", "b", "rx"]
+    links = [(h, "s", Link("1Gbps", "1us")) for h in hosts]
+    sim = Simulation(Topology.custom(hosts, ["s"], links), switch_queue="1000pkts", bcn=bcn)
+    for host in range(2):
+        sim.add_bcn_flow(
+            host, 2, fair_share="500Mbps", stop="30ms", min_pause="1ms", max_pause="1ms"
+        )
+    return sim
+
+
+def run(forecaster=None, **options):
+    sim = star(pm=0.05)
+    plane = ControlPlane(sim)
+    app = None
+    if forecaster is not None or options:
+        app = plane.add(Ibcn(forecaster=forecaster, interval="100us", **options))
+    plane.run("30ms")
+    feedback = {k: int(sim.bcn()[k].sum()) for k in ("positive", "normal", "stop")}
+    return sim, app, feedback
+
+
+def fitted(value: float) -> Fixed:
+    # One switch, three ports: three congestion points.
+    return Fixed(value, horizon=5).fit(np.zeros((20, 3)))
+
+
+def test_forecasts_not_measured_queues_decide_the_feedback():
+    _, _, plain = run()
+    assert plain["normal"] + plain["stop"] > 0, "two line-rate sources congest plain BCN"
+    _, app, calm = run(fitted(0.0))
+    # Forecasts below Qeq: no negative feedback at all, whatever the queue does.
+    assert calm["normal"] == calm["stop"] == 0, calm
+    sim, app, alarmed = run(fitted(100.0))
+    # Forecasts at or above Qsc: only STOPs, and the sources sit paused most of the run.
+    assert alarmed["stop"] > 0 and alarmed["normal"] == 0, alarmed
+    assert app.rounds_predicted >= 250
+    assert sim.flows()["bytes_delivered"].sum() * 8 / 0.03 < 0.5e9
+    # Each poll: an 8 B request and a 104 B reply for the one switch.
+    assert app.control_bytes == app.polls * (REQUEST_BYTES + REPLY_BYTES)
+
+
+def test_a_model_fitted_on_the_run_drives_bcn_once_trained():
+    sim, app, feedback = run(model="holt_winters", window=1, horizon=5, training_polls=50)
+    assert app.model.fitted and app.polls >= 299
+    assert app.rounds_predicted == app.polls - 50
+    assert feedback["normal"] + feedback["stop"] > 0
+
+
+def test_bad_setups_are_refused():
+    with pytest.raises(ValueError, match="needs a fitted forecaster, or training_polls"):
+        Ibcn(model="lstm", training_polls=3)
+    with pytest.raises(ValueError, match="must be fitted"):
+        Ibcn(forecaster=Fixed(1.0))
+    plain = Simulation(Topology.custom(["a", "b"], ["s"], [("a", "s", Link()), ("s", "b", Link())]))
+    plane = ControlPlane(plain)
+    plane.add(Ibcn(forecaster=fitted(1.0)))
+    with pytest.raises(ValueError, match="configure bcn on the network"):
+        plane.run("1ms")
+    sim = star()
+    plane = ControlPlane(sim)
+    plane.add(Ibcn(forecaster=Fixed(1.0).fit(np.zeros((20, 5)))))
+    with pytest.raises(ValueError, match="fitted on 5 series but this network has 3"):
+        plane.run("1ms")
