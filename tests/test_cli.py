@@ -107,3 +107,21 @@ def test_short_help_and_version():
     assert "Usage" in runner.invoke(app, ["run", "-h"]).output
     version = runner.invoke(app, ["--version"])
     assert version.exit_code == 0 and version.output.startswith("isthmus ")
+
+
+def test_progress_counts_ended_flows_with_incast_rounds_still_to_come():
+    # Later rounds' flows are counted as unfinished before they exist: the bar's count
+    # of ended flows must run from 0 to all of them, never below zero.
+    from isthmus import Link, Simulation, Topology
+    from isthmus.cli import flows_ended
+
+    topo = Topology.leaf_spine(1, 2, 4, Link("10Gbps", "1us"), Link("40Gbps", "1us"))
+    sim = Simulation(topo)
+    sim.add_incast(0, [4, 5, 6, 7], "100KB", rounds=5)
+    assert (flows_ended(sim), sim.expected_flows) == (0, 20)
+    seen = []
+    for ms in range(1, 40):
+        sim.run(f"{ms}ms")
+        seen.append(flows_ended(sim))
+    assert min(seen) >= 0 and seen == sorted(seen)
+    assert seen[-1] == sim.expected_flows == sim.num_flows == 20

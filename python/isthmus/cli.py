@@ -134,20 +134,26 @@ def _progress_bar() -> Progress:
     )
 
 
+def flows_ended(sim) -> int:
+    """Flows that have ended (finished, or datagram flows settled with losses), counting
+    flows later incast rounds will add as not ended: never negative."""
+    return sim.expected_flows - sim.unfinished_flows
+
+
 def _run_with_progress(sim, spec: Scenario) -> float:
     """Runs the scenario; the bar follows simulated time, or finished flows when the run
     ends with the last flow."""
     duration = time_ps(spec.run.duration)
     by_flows = spec.ends_with_flows(sim)
     with _progress_bar() as progress:
-        total = sim.num_flows if by_flows else duration
+        total = sim.expected_flows if by_flows else duration
         task = progress.add_task(spec.name, total=total, status="")
 
         def on_progress(now: int) -> None:
             if by_flows:
-                finished = sim.num_flows - sim.unfinished_flows
-                status = f"{finished}/{sim.num_flows} flows at {format_time(now)}"
-                progress.update(task, completed=finished, status=status)
+                ended = flows_ended(sim)
+                status = f"{ended}/{sim.expected_flows} flows at {format_time(now)}"
+                progress.update(task, completed=ended, status=status)
             else:
                 status = f"{format_time(now)} of {format_time(duration)}"
                 progress.update(task, completed=now, status=status)

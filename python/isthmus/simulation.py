@@ -531,6 +531,12 @@ class Simulation:
         return self._engine.num_flows
 
     @property
+    def expected_flows(self) -> int:
+        """Flows added so far plus those a workload will still add (later incast
+        rounds): what `unfinished_flows` counts down from."""
+        return self._engine.expected_flows
+
+    @property
     def unfinished_flows(self) -> int:
         return self._engine.unfinished_flows
 

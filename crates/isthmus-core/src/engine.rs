@@ -273,6 +273,8 @@ pub struct Engine {
     pub(crate) draining: Slab<Draining>,
     pub(crate) next_entry_id: u32,
     unfinished_flows: usize,
+    /// Flows a workload will add later (incast rounds), counted as unfinished already.
+    reserved_flows: usize,
     pub(crate) rounds: crate::rounds::RoundJobs,
     events_processed: u64,
     packet_hops: u64,
@@ -391,6 +393,7 @@ impl Engine {
             draining: Slab::default(),
             next_entry_id: 0,
             unfinished_flows: 0,
+            reserved_flows: 0,
             rounds: Default::default(),
             events_processed: 0,
             packet_hops: 0,
@@ -775,11 +778,13 @@ impl Engine {
     /// adds them as others finish), so running until flows finish waits for them.
     pub(crate) fn reserve_unfinished(&mut self, n: usize) {
         self.unfinished_flows += n;
+        self.reserved_flows += n;
     }
 
     /// Takes back `n` reserved flows just before they are added.
     pub(crate) fn release_unfinished(&mut self, n: usize) {
         self.unfinished_flows -= n;
+        self.reserved_flows -= n;
     }
 
     /// A transport's packet enters the network at its source host.
@@ -1358,6 +1363,11 @@ impl Engine {
             };
             (f.src_port, f.dst_port, subflows)
         })
+    }
+
+    /// Flows added so far plus those a workload will still add (incast rounds).
+    pub fn expected_flows(&self) -> usize {
+        self.flows.len() + self.reserved_flows
     }
 
     pub fn num_flows(&self) -> usize {

@@ -1130,6 +1130,11 @@ impl Engine {
     }
 
     #[getter]
+    fn expected_flows(&self) -> usize {
+        self.inner.expected_flows()
+    }
+
+    #[getter]
     fn live_packets(&self) -> usize {
         self.inner.live_packets()
     }
