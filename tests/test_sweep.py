@@ -141,3 +141,21 @@ def test_a_sweep_on_local_ray_equals_the_local_one(scenario_dir):
         assert {k: v for k, v in a.items() if k not in VOLATILE} == {
             k: v for k, v in b.items() if k not in VOLATILE
         }
+
+
+def test_seeds_listed_with_set_are_the_seeds_run():
+    points = plan(SCENARIO, ["load=0.2,0.4", "seed=1,5"], 1)
+    assert [(p.settings, p.seed) for p in points] == [
+        ((("traffic.0.load", 0.2),), 1),
+        ((("traffic.0.load", 0.2),), 5),
+        ((("traffic.0.load", 0.4),), 1),
+        ((("traffic.0.load", 0.4),), 5),
+    ]
+    assert all(parse_scenario(p.text).seed == p.seed for p in points)
+    with pytest.raises(ValueError, match="give the seeds once"):
+        plan(SCENARIO, ["seed=1,5"], 3)
+
+
+def test_a_range_without_its_step_says_what_a_range_is():
+    with pytest.raises(ValueError, match="a range is start:stop:step"):
+        plan(SCENARIO, ["load=0.1:0.5"], 1)

@@ -234,9 +234,14 @@ def bench(
 def sweep(
     scenario: str = typer.Argument(..., help="A scenario file, or the name of a bundled one."),
     set_: list[str] = typer.Option(
-        [], "--set", help="PATH=VALUES: a field and its values (start:stop:step or a,b,c)."
+        [],
+        "--set",
+        help="PATH=VALUES: a field and its values, a range start:stop:step (ends included) "
+        "or a list a,b,c; seed=1,5,9 runs exactly those seeds.",
     ),
-    seeds: int = typer.Option(1, help="Seeds per point: the scenario's seed and the next ones."),
+    seeds: int = typer.Option(
+        1, help="Seeds per point: the scenario's seed and the next ones (or --set seed=...)."
+    ),
     out: Path | None = typer.Option(None, help="Sweep folder (default sweeps/NAME)."),
     workers: int = typer.Option(0, help="Parallel runs (default: every core)."),
     ray: str | None = typer.Option(

@@ -3,8 +3,8 @@
 `--set PATH=VALUES` names a scenario field by its dotted path (`traffic.0.load`,
 `network.switch_queue`) or, when only one field has that name, by the name alone
 (`load`). VALUES is a range `start:stop:step` (inclusive, decimal-exact), a comma list
-(`tcp,dctcp`), or one value. Every point runs once per seed (the scenario's seed and
-the ones after it).
+(`tcp,dctcp`), or one value. Every point runs once per seed: the scenario's seed and
+the ones after it (`--seeds N`), or exactly the seeds `--set seed=1,5,9` lists.
 
 Each point writes an ordinary run folder under the sweep folder, complete or absent,
 so a rerun skips the points already done and an interrupted sweep resumes where it
@@ -77,6 +77,11 @@ def _number(text: str) -> int | float | str:
 
 
 def _values(text: str, name: str) -> tuple:
+    if ":" in text and text.count(":") != 2:
+        raise ValueError(
+            f"--set {name}: '{text}' is not a range; a range is start:stop:step "
+            "(e.g. 0.1:0.9:0.2, both ends included)"
+        )
     if text.count(":") == 2:
         try:
             start, stop, step = (Decimal(p) for p in text.split(":"))
@@ -133,15 +138,27 @@ def plan(scenario_text: str, sets: list[str], seeds: int) -> list[Point]:
     if seeds < 1:
         raise ValueError(f"--seeds must be at least 1, got {seeds}")
     data = toml.loads(scenario_text)
+    data.setdefault("seed", 1)
     axes = [parse_axis(expr, data) for expr in sets]
-    first_seed = int(data.get("seed", 1))
+    seed_axes = [a for a in axes if a.path == ("seed",)]
+    axes = [a for a in axes if a.path != ("seed",)]
+    if seed_axes:
+        if seeds != 1:
+            raise ValueError(
+                "give the seeds once: --set seed=... lists them, --seeds N counts them from "
+                "the scenario's seed; drop one of the two"
+            )
+        run_seeds = [int(v) for a in seed_axes for v in a.values]
+    else:
+        first_seed = int(data["seed"])
+        run_seeds = list(range(first_seed, first_seed + seeds))
     points = []
     for combo in itertools.product(*(a.values for a in axes)):
         point_data = copy.deepcopy(data)
         for axis, value in zip(axes, combo, strict=True):
             _assign(point_data, axis.path, value)
         settings = tuple((a.name, v) for a, v in zip(axes, combo, strict=True))
-        for seed in range(first_seed, first_seed + seeds):
+        for seed in run_seeds:
             point_data["seed"] = seed
             text = tomli_w.dumps(point_data)
             try:
