@@ -57,8 +57,8 @@ def run(forecaster=None, **options):
 
 
 def fitted(value: float) -> Fixed:
-    # One switch, three ports: three congestion points.
-    return Fixed(value, horizon=5).fit(np.zeros((20, 3)))
+    # One switch: one series.
+    return Fixed(value, horizon=5).fit(np.zeros((20, 1)))
 
 
 def test_forecasts_not_measured_queues_decide_the_feedback():
@@ -95,6 +95,10 @@ def test_bad_setups_are_refused():
         plane.run("1ms")
     sim = star()
     plane = ControlPlane(sim)
-    plane.add(Ibcn(forecaster=Fixed(1.0).fit(np.zeros((20, 5)))))
-    with pytest.raises(ValueError, match="fitted on 5 series but this network has 3"):
+    plane.add(Ibcn(forecaster=Fixed(1.0).fit(np.zeros((20, 5))), series="port"))
+    with pytest.raises(
+        ValueError, match=r"fitted on 5 series but this network has 3 \(port series\)"
+    ):
         plane.run("1ms")
+    with pytest.raises(ValueError, match="series must be 'switch' or 'port'"):
+        Ibcn(forecaster=fitted(1.0), series="link")

@@ -2,14 +2,16 @@
 Congestion Notification Algorithm for Software-Defined Data Center Networks").
 
 1. Every `interval` (the paper: 1 s; 500 ms while it collects its training set), poll
-   every switch's egress queues, one series per BCN congestion point (switch port):
-   an 8 B request and a 104 B reply per switch, counted in `control_bytes`.
+   every switch's egress queues: an 8 B request and a 104 B reply per switch, counted
+   in `control_bytes`. A switch's queue is its fullest port's (`series="switch"`, the
+   paper's one value per switch), or each port is its own series (`series="port"`).
 2. The model (a forecaster from `isthmus.predict`: LSTM by default, or GRU, Skip-LSTM,
    BiLSTM, ARMA, ARAR, Holt-Winters, ...) reads the last `window` polls of every
    point and forecasts each point's next k = `horizon` queue sizes. It is either given
    fitted (`forecaster`) or fitted here on the first `training_polls` polls (the last
    fifth held out for early stopping).
-3. Each poll after that hands every point its k forecasts in one command
+3. Each poll after that hands every congestion point its k forecasts (a switch's,
+   for each of its ports, with `series="switch"`) in one command
    (`set_bcn_predictions`): at the switch, the class most of them fall in (n_a below
    Qeq, n_b between, n_c at or above Qsc) decides between no feedback / positive (to a
    regulated source), NORMAL and STOP, and e_IBCN = -(mean of the k - Qeq + w (Qa - Qd))
@@ -40,7 +42,11 @@ class Ibcn(Controller):
         training_polls: int = 0,
         model_options: dict[str, Any] | None = None,
         forecaster: Forecaster | None = None,
+        series: str = "switch",
     ):
+        if series not in ("switch", "port"):
+            raise ValueError(f"series must be 'switch' or 'port', got {series!r}")
+        self.series = series
         self.interval = time_ps(interval)
         if self.interval <= 0:
             raise ValueError(f"interval must be a positive duration, got {interval!r}")
@@ -71,16 +77,27 @@ class Ibcn(Controller):
         self.points = list(
             zip(ports["node"][self._rows].tolist(), ports["port"][self._rows].tolist(), strict=True)
         )
-        self._switches = len({node for node, _ in self.points})
-        if self.model.fitted and self.model.variables != len(self.points):
+        switches = sorted({node for node, _ in self.points})
+        self._switches = len(switches)
+        # Which series each congestion point follows.
+        if self.series == "switch":
+            column = {node: i for i, node in enumerate(switches)}
+            self._series_of = np.array([column[node] for node, _ in self.points])
+            self._width = len(switches)
+        else:
+            self._series_of = np.arange(len(self.points))
+            self._width = len(self.points)
+        if self.model.fitted and self.model.variables != self._width:
             raise ValueError(
                 f"the forecaster was fitted on {self.model.variables} series but this network "
-                f"has {len(self.points)} congestion points"
+                f"has {self._width} ({self.series} series)"
             )
         self.every(self.interval, self.poll)
 
     def poll(self) -> None:
-        queues = self.port_stats()["queue_packets"][self._rows].astype(np.float64)
+        per_port = self.port_stats()["queue_packets"][self._rows].astype(np.float64)
+        queues = np.zeros(self._width)
+        np.maximum.at(queues, self._series_of, per_port)
         self.polls += 1
         self.control_bytes += self._switches * (REQUEST_BYTES + REPLY_BYTES)
         self.history.append(queues)
@@ -101,6 +118,6 @@ class Ibcn(Controller):
             self.model.update(queues[None, :])
         forecast = np.maximum(self.model.predict(self.horizon), 0.0)
         self.set_bcn_predictions(
-            {point: forecast[:, i].tolist() for i, point in enumerate(self.points)}
+            {point: forecast[:, self._series_of[i]].tolist() for i, point in enumerate(self.points)}
         )
         self.rounds_predicted += 1
