@@ -5,7 +5,17 @@ Congestion Notification Algorithm for Software-Defined Data Center Networks"; th
 congestion-management tables (scenario 1's transactions, scenario 2, the load sweep)
 are not built yet (docs/ibcn.md says what they need).
 
-    core0 ══ agg0, agg1 (10 Gb/s) ── edge0..edge4 (1 Gb/s) ── 10 hosts each (1 Gb/s)
+                 core0
+           10G //       \\ 10G
+            agg0           agg1
+          /  |  \          /  \        1 Gb/s
+     edge0 edge1 edge2  edge3 edge4
+      h0-9  h10-19 ...   ...   h40-49  (10 hosts each, 1 Gb/s)
+
+The paper gives the counts (1 core, 2 aggregation, 5 edge switches, 10 hosts per edge)
+and the rates, not the wiring; a tree (three edges under agg0, two under agg1) is the
+reading where traffic between the aggregations crosses the core, as its scenario 2
+needs.
 
 1. The training set, as the paper collects it: 48 BCN sources (64 B datagrams) send to
    the 2 hosts of edge0, each at a rate drawn uniformly from 10 Mb/s to 1 Gb/s and
@@ -66,12 +76,20 @@ WINDOW, HORIZON = 10, 5
 BCN = {"pm": 0.01, "q_eq": 20.0, "q_sc": 90.0, "w": 2.0}
 
 
+def tree() -> Topology:
+    """The paper's three tiers as a tree (see the module's doc)."""
+    gig, ten = Link("1Gbps", "1us"), Link("10Gbps", "1us")
+    hosts = [f"h{i}" for i in range(50)]
+    edges = [f"edge{e}" for e in range(5)]
+    links = [(f"h{i}", edges[i // 10], gig) for i in range(50)]
+    links += [(edges[e], "agg0" if e < 3 else "agg1", gig) for e in range(5)]
+    links += [("agg0", "core0", ten), ("agg1", "core0", ten)]
+    return Topology.custom(hosts, ["core0", "agg0", "agg1", *edges], links)
+
+
 def network(seed: int) -> Simulation:
-    """The paper's three tiers, BCN points on every switch port (200-packet buffers)."""
-    topology = Topology.three_tier(
-        1, 2, 5, 10, Link("1Gbps", "1us"), Link("1Gbps", "1us"), Link("10Gbps", "1us")
-    )
-    return Simulation(topology, seed=seed, switch_queue="200pkts", bcn=dict(BCN))
+    """The tree with BCN points on every switch port (200-packet buffers)."""
+    return Simulation(tree(), seed=seed, switch_queue="200pkts", bcn=dict(BCN))
 
 
 class QueuePoller(Controller):
