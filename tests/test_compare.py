@@ -63,3 +63,12 @@ def test_heavier_load_is_a_significant_change_and_a_rerun_is_not(tmp_path):
     assert result.exit_code == 0 and "mean FCT" in result.output and "significant" in result.output
     result = runner.invoke(app, ["compare", str(tmp_path / "light"), str(tmp_path / "light-again")])
     assert "No figure differs significantly" in result.output
+
+
+def test_holm_rejects_step_down_and_stops_at_the_first_acceptance():
+    from isthmus.compare import holm
+
+    # Sorted: 0.01 <= 0.05/4 rejects; 0.03 > 0.05/3 stops, so 0.04 is kept too.
+    assert holm([0.01, 0.04, 0.03, 0.5]) == [True, False, False, False]
+    assert holm([0.001, 0.01, None, 0.02]) == [True, True, False, True]
+    assert holm([]) == []

@@ -102,3 +102,22 @@ def test_bad_setups_are_refused():
         plane.run("1ms")
     with pytest.raises(ValueError, match="series must be 'switch' or 'port'"):
         Ibcn(forecaster=fitted(1.0), series="link")
+
+
+def test_the_prediction_study_measures_every_model_on_the_papers_dataset(monkeypatch):
+    from isthmus.studies import ibcn as study
+
+    monkeypatch.setitem(study.QUICK, "polls", 300)
+    monkeypatch.setitem(study.QUICK, "epochs", 2)
+    monkeypatch.setitem(study.QUICK, "layers", (1,))
+    data = study.collect(1, 300)
+    # 8 switches; the aggregation switch above the destinations' edge is the bottleneck.
+    assert data.shape == (300, 8)
+    assert data[:, 1].mean() > 20 and data[:, 0].max() == 0
+    results = study.run(quick=True, seeds=[1])
+    table = study.table(results)
+    rows = {row[0]: row for row in table.rows}
+    assert rows["error | lstm"][2] == "3.7" and rows["error | arma"][2] == "41.3"
+    assert "LSTM layers | 1" in rows
+    for name in study.MODEL_OPTIONS:
+        assert np.isfinite(results["runs"][0]["models"][name]["mse"])

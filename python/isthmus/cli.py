@@ -375,14 +375,17 @@ def compare(
     show_all: bool = typer.Option(False, "--all", help="Show every figure, not only changes."),
 ) -> None:
     """Compare two sets of runs: each figure's means, B − A and its 95% confidence
-    interval across the runs (Welch); significant changes are marked."""
+    interval across the runs (Welch); changes significant under Holm's correction for
+    all the figures tested at once are marked."""
     from isthmus.compare import compare as compare_runs
 
     try:
         differences = compare_runs(a, b)
     except ValueError as e:
         _fail(str(e))
-    table = Table("figure", f"A: {a.name}", f"B: {b.name}", "B − A", "95% CI", "")
+    table = Table("figure", f"A: {a.name}", f"B: {b.name}", "B − A", "95% CI", "n", "")
+    for column in (table.columns[0], table.columns[-1]):
+        column.no_wrap = True
     shown = 0
     for d in differences:
         if not (show_all or d.significant or (d.low is None and d.delta != 0)):
@@ -392,9 +395,20 @@ def compare(
         relative = f" ({d.delta / d.mean_a:+.1%})" if d.mean_a else ""
         mark = "[bold]significant[/]" if d.significant else ""
         table.add_row(
-            d.label, f"{d.mean_a:.4g}", f"{d.mean_b:.4g}", f"{d.delta:+.4g}{relative}", ci, mark
+            d.label,
+            f"{d.mean_a:.4g}",
+            f"{d.mean_b:.4g}",
+            f"{d.delta:+.4g}{relative}",
+            ci,
+            f"{d.n_a}/{d.n_b}",
+            mark,
         )
     console.print(table)
+    tested = sum(d.p_value is not None for d in differences)
+    console.print(
+        f"n: runs on each side. Significant: Welch's test, Holm-corrected over the {tested} "
+        "figures tested (family-wise error 5 %)."
+    )
     if not shown:
         console.print("No figure differs significantly (--all shows every one).")
     if any(d.low is None for d in differences):

@@ -1,8 +1,10 @@
 """Comparing two sets of runs (typically the same scenarios under two schemes, over
 several seeds): per headline figure, the mean of each side, the difference B − A and
 its 95% confidence interval (Welch's t interval, which does not assume equal
-variances). A difference matters when its interval excludes zero. With one run on a
-side there is no spread to estimate: the difference is shown without an interval and
+variances). Eighteen figures are tested at once, so a difference is called significant
+only when Welch's test rejects it under Holm's step-down correction for all the figures
+compared (family-wise error 5 %); its interval then excludes zero too. With one run on
+a side there is no spread to estimate: the difference is shown without an interval and
 never called significant.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -48,14 +50,27 @@ class Difference:
     mean_b: float
     low: float | None
     high: float | None
+    n_a: int = 0
+    n_b: int = 0
+    p_value: float | None = None
+    significant: bool = False
+    """Rejected by Welch's test under Holm's correction across the compared figures."""
 
     @property
     def delta(self) -> float:
         return self.mean_b - self.mean_a
 
-    @property
-    def significant(self) -> bool:
-        return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
+
+def holm(p_values: list[float | None], alpha: float = 0.05) -> list[bool]:
+    """Holm's step-down procedure: which hypotheses are rejected at family-wise `alpha`
+    (None: untested, never rejected)."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    rejected = [False] * len(p_values)
+    for rank, (p, i) in enumerate(tested):
+        if p > alpha / (len(tested) - rank):
+            break
+        rejected[i] = True
+    return rejected
 
 
 def mean_interval(values, level: float = 0.95) -> tuple[float, float]:
@@ -98,5 +113,18 @@ def compare(a: Path, b: Path) -> list[Difference]:
             continue
         interval = welch_interval(xa, xb)
         low, high = interval if interval is not None else (None, None)
-        out.append(Difference(key, label, float(xa.mean()), float(xb.mean()), low, high))
-    return out
+        p = None
+        if interval is not None:
+            same = xa.var(ddof=1) + xb.var(ddof=1) == 0
+            p = (
+                float(xa.mean() == xb.mean())
+                if same
+                else float(stats.ttest_ind(xa, xb, equal_var=False).pvalue)
+            )
+        out.append(
+            Difference(
+                key, label, float(xa.mean()), float(xb.mean()), low, high, len(xa), len(xb), p
+            )
+        )
+    rejected = holm([d.p_value for d in out])
+    return [replace(d, significant=r) for d, r in zip(out, rejected, strict=True)]

@@ -6,9 +6,9 @@ congestion-management tables (scenario 1's transactions, scenario 2, the load sw
 are not built yet (docs/ibcn.md says what they need).
 
                  core0
-           10G //       \\ 10G
+           10G /         \\ 10G
             agg0           agg1
-          /  |  \          /  \        1 Gb/s
+          /  |  \\          /  \\        1 Gb/s
      edge0 edge1 edge2  edge3 edge4
       h0-9  h10-19 ...   ...   h40-49  (10 hosts each, 1 Gb/s)
 
