@@ -125,3 +125,9 @@ def test_progress_counts_ended_flows_with_incast_rounds_still_to_come():
         seen.append(flows_ended(sim))
     assert min(seen) >= 0 and seen == sorted(seen)
     assert seen[-1] == sim.expected_flows == sim.num_flows == 20
+
+
+def test_a_misspelt_bundled_scenario_gets_a_suggestion():
+    result = CliRunner().invoke(app, ["run", "leafspine-udpp"])
+    assert result.exit_code != 0
+    assert "did you mean 'leafspine-udp'?" in result.output

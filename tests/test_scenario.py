@@ -46,6 +46,10 @@ def test_the_base_scenario_is_valid_and_runs():
     [
         (edited('name = "t"', 'name = "t"\ncolour = "red"'), r"s\.toml: colour: unknown key"),
         (edited("spines = 2", "spines = 2\nspine = 2"), r"topology\.spine: unknown key"),
+        (
+            edited('duration = "2ms"', 'duraton = "2ms"'),
+            r"run\.duraton: unknown key; did you mean 'duration'\?",
+        ),
         (edited('rate = "1Gbps"', "rate = 1"), r"traffic\.0\.rate: 1 has no unit"),
         (
             edited('rate = "1Gbps"', 'rate = "1"'),

@@ -65,8 +65,12 @@ def resolve_scenario(name_or_path: str) -> Path:
     bundled = bundled_scenarios()
     if name_or_path in bundled:
         return bundled[name_or_path]
+    import difflib
+
+    close = difflib.get_close_matches(name_or_path, list(bundled), n=1, cutoff=0.75)
+    hint = f"did you mean '{close[0]}'? " if close else ""
     raise ScenarioError(
-        f"no scenario file '{name_or_path}' and no bundled scenario of that name; "
+        f"no scenario file '{name_or_path}' and no bundled scenario of that name; {hint}"
         f"bundled: {', '.join(bundled)} (see `isthmus list`)"
     )
 

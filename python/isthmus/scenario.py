@@ -769,10 +769,29 @@ def _describe(error: ValidationError, prefix: str = "") -> str:
             message = message[:300] + "..."
         if problem["type"] == "extra_forbidden":
             message = "unknown key; remove it or check its spelling"
+            guess = _closest_key(str(problem["loc"][-1]))
+            if guess:
+                message = f"unknown key; did you mean '{guess}'?"
         elif problem["type"] == "missing":
             message = "required but missing"
         lines.append(f"{prefix}{loc}: {message}" if loc else f"{prefix}{message}")
     return "\n".join(lines)
+
+
+def _closest_key(key: str) -> str | None:
+    """The scenario key most like `key`, if one is close (a misspelling)."""
+    import difflib
+
+    from isthmus.fields import Strict
+
+    names: set[str] = set()
+    pending = list(Strict.__subclasses__())
+    while pending:
+        model = pending.pop()
+        names.update(model.model_fields)
+        pending.extend(model.__subclasses__())
+    found = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.8)
+    return found[0] if found else None
 
 
 def _is_tag(part: object) -> bool:
