@@ -39,6 +39,8 @@ class ArmaModel:
         self.mean = 0.0
         self.ar = np.zeros(p)
         self.ma = np.zeros(q)
+        self.converged = True
+        """Whether the last fit's likelihood optimisation converged."""
         self._x: list[float] = [0.0] * p  # newest last
         self._e: list[float] = [0.0] * q
 
@@ -61,7 +63,11 @@ class ArmaModel:
             # estimate is non-stationary and says so; the fit itself is unaffected.
             warnings.filterwarnings("ignore", message="Non-stationary starting")
             warnings.filterwarnings("ignore", message="Non-invertible starting")
+            # A fit stopped at its iteration limit still gives usable estimates; it is
+            # recorded in `converged` rather than printed into the user's output.
+            warnings.filterwarnings("ignore", message="Maximum Likelihood optimization")
             result = _arima()(y, order=(self.p, 0, self.q), trend="c").fit()
+        self.converged = bool(result.mle_retvals.get("converged", True))
         params = dict(zip(result.model.param_names, np.asarray(result.params), strict=True))
         self.mean = float(params["const"])
         self.ar = np.array([params[f"ar.L{i}"] for i in range(1, self.p + 1)])
