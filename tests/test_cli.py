@@ -131,3 +131,15 @@ def test_a_misspelt_bundled_scenario_gets_a_suggestion():
     result = CliRunner().invoke(app, ["run", "leafspine-udpp"])
     assert result.exit_code != 0
     assert "did you mean 'leafspine-udp'?" in result.output
+
+
+def test_a_udp_run_reports_its_streams_not_completion_times(tmp_path):
+    out = tmp_path / "udp"
+    result = CliRunner().invoke(app, ["run", "leafspine-udp", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "datagram streams" in result.output and "slowdown" not in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mean_fct_us"] is None and summary["streams"] == 32
+    assert summary["stream_loss"] == 0
+    # 32 streams of 6 Gb/s for 20 ms of a 20.01 ms run, 1472 payload bytes in 1500.
+    assert abs(summary["stream_goodput_gbps"] - 32 * 6 * 1472 / 1500 * 20 / 20.01) < 2

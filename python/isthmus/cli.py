@@ -183,6 +183,7 @@ def _print_summary(summary: dict, folder: Path) -> None:
         ("ECN marks", f"{summary['ecn_marks']:,}"),
         ("max switch queue", f"{summary['max_switch_queue_packets']} packets"),
         *_slowdown_rows(summary),
+        *_stream_rows(summary),
         ("mean queueing delay", f"{summary['mean_queue_wait_us']:.3f} us"),
         ("busiest link utilization", f"{summary['max_link_utilization']:.1%}"),
         ("events", f"{summary['events']:,}"),
@@ -194,6 +195,19 @@ def _print_summary(summary: dict, folder: Path) -> None:
         table.add_row(name, value)
     console.print(table)
     console.print(f"run folder: [bold]{folder}[/]")
+
+
+def _stream_rows(summary: dict) -> list[tuple[str, str]]:
+    if not summary.get("streams"):
+        return []
+    loss = summary["stream_loss"]
+    return [
+        (
+            "datagram streams",
+            f"{summary['streams']}: {summary['stream_goodput_gbps']:.3f} Gb/s delivered"
+            + (f", {loss:.2%} lost" if loss is not None else ""),
+        )
+    ]
 
 
 def _slowdown_rows(summary: dict) -> list[tuple[str, str]]:

@@ -71,7 +71,12 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
     bytes_delivered = int(flows["bytes_delivered"].sum())
     utilization = ports["busy_ps"] / max(sim.now, 1)
     times = flow_times(sim)
-    done = times["fct_ps"] >= 0
+    # Datagram streams (UDP, BCN) end at a time, not with their last byte: completion
+    # times say nothing of them, delivery and loss do.
+    stream = flows["datagram"].astype(bool)
+    done = (times["fct_ps"] >= 0) & ~stream
+    stream_sent = int(flows["bytes_sent"][stream].sum())
+    stream_delivered = int(flows["bytes_delivered"][stream].sum())
     throughput = flow_throughput_bps(sim)
     return {
         "scenario": scenario,
@@ -103,7 +108,12 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
         else 0.0,
         "max_link_utilization": float(utilization.max(initial=0.0)),
         "mean_fct_us": float(times["fct_ps"][done].mean() / 1e6) if done.any() else None,
-        "slowdown": slowdown_summary(flows["size_bytes"], times["slowdown"]),
+        "slowdown": slowdown_summary(flows["size_bytes"][~stream], times["slowdown"][~stream]),
+        "streams": int(stream.sum()),
+        "stream_goodput_gbps": stream_delivered * 8 / max(seconds(sim.now), 1e-12) / 1e9
+        if stream.any()
+        else None,
+        "stream_loss": 1 - stream_delivered / stream_sent if stream_sent else None,
         "retransmissions": int(flows["retransmissions"].sum()),
         "timeouts": int(flows["timeouts"].sum()),
         "out_of_order_packets": int(flows["out_of_order"].sum()),

@@ -1353,15 +1353,17 @@ impl Engine {
         self.flows.iter().map(|f| &f.record)
     }
 
-    /// Each flow's (source port, destination port, subflows): an MPTCP connection's
-    /// subflow i sends from source port + 1000 i; every other flow has one.
-    pub fn flow_ports(&self) -> impl Iterator<Item = (u16, u16, u8)> + '_ {
+    /// Each flow's (source port, destination port, subflows, datagram): an MPTCP
+    /// connection's subflow i sends from source port + 1000 i, every other flow has one
+    /// subflow; datagram flows (UDP, BCN) are streams without retransmission.
+    pub fn flow_ports(&self) -> impl Iterator<Item = (u16, u16, u8, bool)> + '_ {
         self.flows.iter().map(|f| {
             let subflows = match &f.transport {
                 Transport::Mptcp(m) => m.subflow_count() as u8,
                 _ => 1,
             };
-            (f.src_port, f.dst_port, subflows)
+            let datagram = matches!(f.transport, Transport::Udp(_) | Transport::Bcn(_));
+            (f.src_port, f.dst_port, subflows, datagram)
         })
     }
 

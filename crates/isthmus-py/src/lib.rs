@@ -1199,6 +1199,7 @@ impl Engine {
                 ("src_port", col!(py, ports, |x| x.0)),
                 ("dst_port", col!(py, ports, |x| x.1)),
                 ("subflows", col!(py, ports, |x| x.2)),
+                ("datagram", col!(py, ports, |x| x.3)),
                 ("dst", col!(py, f, |x| x.dst)),
                 ("size_bytes", col!(py, f, |x| x.size)),
                 ("start_ps", col!(py, f, |x| x.start as i64)),
