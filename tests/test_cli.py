@@ -143,3 +143,20 @@ def test_a_udp_run_reports_its_streams_not_completion_times(tmp_path):
     assert summary["stream_loss"] == 0
     # 32 streams of 6 Gb/s for 20 ms of a 20.01 ms run, 1472 payload bytes in 1500.
     assert abs(summary["stream_goodput_gbps"] - 32 * 6 * 1472 / 1500 * 20 / 20.01) < 2
+
+
+def test_help_shows_plain_metavars_not_type_labels():
+    import re
+
+    from click.testing import CliRunner as ClickRunner
+
+    from isthmus.cli import command
+
+    cli = command()
+    runner = ClickRunner()
+    for name in ["", *cli.commands]:
+        args = [name, "-h"] if name else ["-h"]
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 0, (name, result.output)
+        assert not re.search(r"<(str|bool|int|float|path)>", result.output), (name, result.output)
+    assert "SEEDS" in runner.invoke(cli, ["reproduce", "-h"]).output

@@ -30,7 +30,9 @@ def test_studies_are_discovered_and_each_exposes_the_interface():
     for name, module in found.items():
         assert name == module.NAME and module.TITLE
         assert callable(module.run) and callable(module.table)
-    with pytest.raises(ValueError, match="unknown study 'silver'; available: ibcn, nosilverbullet, ofpt"):
+    with pytest.raises(
+        ValueError, match="unknown study 'silver'; available: ibcn, nosilverbullet, ofpt"
+    ):
         studies.study("silver")
 
 

@@ -28,6 +28,33 @@ app = typer.Typer(
 )
 
 
+def command():
+    """The CLI as the console script runs it, its help free of typer's type labels
+    (<str>, <bool>): an option shows a plain metavar (SEED, OUT), a flag or an argument
+    (already named in capitals) nothing."""
+
+    def plain(param) -> None:
+        # Typer's own parameter classes: told apart by their attributes.
+        hidden = getattr(param, "is_flag", False) or param.param_type_name == "argument"
+        label = None if hidden else (param.name or "").upper()
+        param.display_type_rich = lambda ctx: label
+
+    cli = typer.main.get_command(app)
+    for cmd in [cli, *getattr(cli, "commands", {}).values()]:
+        for param in cmd.params:
+            plain(param)
+        make_help = cmd.get_help_option
+
+        def help_option(ctx, make_help=make_help):
+            option = make_help(ctx)
+            if option is not None:
+                plain(option)
+            return option
+
+        cmd.get_help_option = help_option
+    return cli
+
+
 def _print_version(value: bool) -> None:
     if value:
         from isthmus.results import isthmus_version

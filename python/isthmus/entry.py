@@ -16,6 +16,6 @@ def _interrupted(signum: int, frame: object) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGINT, _interrupted)
-    from isthmus.cli import app
+    from isthmus.cli import command
 
-    app()
+    command()()
