@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner
 
 from isthmus import results
@@ -160,3 +161,22 @@ def test_help_shows_plain_metavars_not_type_labels():
         assert result.exit_code == 0, (name, result.output)
         assert not re.search(r"<(str|bool|int|float|path)>", result.output), (name, result.output)
     assert "SEEDS" in runner.invoke(cli, ["reproduce", "-h"]).output
+
+
+def test_the_scenario_schema_accepts_every_bundled_scenario_and_names_the_fields(tmp_path):
+    import jsonschema
+
+    from isthmus.cli import bundled_scenarios
+    from isthmus.compat import toml
+
+    out = tmp_path / "scenario.schema.json"
+    result = runner.invoke(app, ["schema", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    schema = json.loads(out.read_text())
+    assert {"topology", "network", "traffic", "control", "run"} <= set(schema["properties"])
+    for path in bundled_scenarios().values():
+        jsonschema.validate(toml.loads(path.read_text()), schema)
+    bad = toml.loads(bundled_scenarios()["leafspine-udp"].read_text())
+    bad["run"]["duraton"] = bad["run"].pop("duration")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)

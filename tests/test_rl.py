@@ -55,3 +55,14 @@ def test_the_time_limit_truncates_and_the_reward_is_utilization_minus_queue():
     # The web-search flows are still running at 2 ms: a time limit, not an end state.
     assert truncated and not terminated and info["time_ps"] == 2_000_000_000
     assert max(utilizations) > 0.0
+
+
+def test_the_environment_is_registered_with_gymnasium():
+    import gymnasium
+
+    import isthmus.rl  # noqa: F401  (registers the ids)
+
+    env = gymnasium.make("isthmus/EcnThreshold-v0", interval="200us", episode="1ms")
+    assert isinstance(env.unwrapped, EcnThresholdEnv)
+    obs, _ = env.reset(seed=1)
+    assert env.observation_space.contains(obs)

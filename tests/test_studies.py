@@ -52,3 +52,18 @@ def test_reproduce_prints_the_table_and_claims_and_writes_json(tmp_path):
     assert missing.exit_code == 2 and "available: ibcn, nosilverbullet, ofpt" in missing.output
     listed = CliRunner().invoke(app, ["studies"])
     assert listed.exit_code == 0 and "nosilverbullet" in listed.output
+
+
+def test_a_study_table_renders_as_html_in_notebooks():
+    from isthmus.studies import Claim, StudyTable
+
+    table = StudyTable(
+        title="t <1>",
+        columns=["scheme", "x"],
+        rows=[["a&b", "1"]],
+        claims=[Claim("A beats B", True, "1 > 0")],
+        notes=["n"],
+    )
+    html = table._repr_html_()
+    assert "<th>scheme</th>" in html and "<td>a&amp;b</td>" in html
+    assert "t &lt;1&gt;" in html and "<b>holds</b>: A beats B" in html

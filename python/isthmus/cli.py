@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -552,6 +553,20 @@ def list_studies() -> None:
     for name, module in studies.available().items():
         table.add_row(name, _literal(module.TITLE))
     console.print(table)
+
+
+@app.command()
+def schema(
+    out: Path | None = typer.Option(None, help="Write it to this file instead of printing it."),
+) -> None:
+    """Print the JSON Schema of scenario files, for editors that complete and check TOML
+    (Even Better TOML: `#:schema ./scenario.schema.json` at the top of a file)."""
+    text = json.dumps(Scenario.model_json_schema(), indent=2) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text)
+        console.print(f"written to [bold]{_literal(str(out))}[/]")
 
 
 def _literal(text: str) -> Text:

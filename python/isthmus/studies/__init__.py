@@ -43,6 +43,25 @@ class StudyTable:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def _repr_html_(self) -> str:
+        """The table, claims and notes as HTML, for notebooks."""
+        from html import escape
+
+        head = "".join(f"<th>{escape(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in self.rows
+        )
+        claims = "".join(
+            f"<li><b>{'holds' if c.holds else 'does not hold'}</b>: {escape(c.statement)} "
+            f"({escape(c.evidence)})</li>"
+            for c in self.claims
+        )
+        notes = "".join(f"<p>{escape(n)}</p>" for n in self.notes)
+        return (
+            f"<h4>{escape(self.title)}</h4><table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table><ul>{claims}</ul>{notes}"
+        )
+
 
 REQUIRED = ("NAME", "TITLE", "run", "table")
 
