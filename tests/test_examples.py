@@ -31,3 +31,13 @@ def test_every_python_block_of_the_readme_runs_as_printed(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     for i, block in enumerate(blocks):
         exec(compile(block, f"README.md python block {i}", "exec"), {"__name__": "readme"})
+
+
+def test_the_baseline_apps_show_what_the_example_says():
+    example = load("baselines")
+    single, _ = example.fabric_goodput("single_path")
+    ecmp, _ = example.fabric_goodput("ecmp")
+    hedera, _ = example.fabric_goodput("hedera")
+    assert max(single, ecmp) < 11 and hedera > 13.5, (single, ecmp, hedera)
+    ring = example.learning_ring()
+    assert ring["finished"] and ring["loops"] == 0 and 0 < ring["packet_ins"] < 200
