@@ -180,3 +180,14 @@ def test_the_scenario_schema_accepts_every_bundled_scenario_and_names_the_fields
     bad["run"]["duraton"] = bad["run"].pop("duration")
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_show_prints_the_topology_every_setting_and_paths():
+    result = runner.invoke(app, ["show", "leafspine-udp", "--paths", "0", "9"])
+    assert result.exit_code == 0, result.output
+    assert "32 hosts" in result.output and "switch (spine)" in result.output
+    assert "40 Gb/s" in result.output and "tcp.min_rto" in result.output
+    assert "5.000ms" in result.output  # the inherited minimum RTO, in its unit
+    assert "h0 -> leaf0 -> spine0 -> leaf1 -> h9" in result.output
+    bad = runner.invoke(app, ["show", "leafspine-udp", "--paths", "0", "99"])
+    assert bad.exit_code != 0 and "dst must be a host number" in bad.output

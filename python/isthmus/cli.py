@@ -556,6 +556,68 @@ def list_studies() -> None:
 
 
 @app.command()
+def show(
+    scenario: str = typer.Argument(..., help="A scenario file, or the name of a bundled one."),
+    paths: tuple[int, int] | None = typer.Option(
+        None, help="Also list every shortest path between these two hosts."
+    ),
+) -> None:
+    """Print what a scenario builds: its topology (nodes, links by rate and delay) and
+    every setting it runs with, the defaults it inherits included."""
+    from collections import Counter
+
+    from isthmus.control.plane import ControlPlane
+    from isthmus.units import format_time
+
+    try:
+        path = resolve_scenario(scenario)
+        spec = load_scenario(path)
+        topology = spec.topology.build(path.parent)
+    except ScenarioError as e:
+        _fail(str(e))
+    nodes = topology.nodes()
+    roles = Counter(zip(nodes["kind"], nodes["role"], strict=True))
+    console.print(_literal(f"{spec.name}: {topology.num_nodes} nodes, {topology.num_hosts} hosts"))
+    table = Table("nodes", "count", title="topology")
+    for (kind, role), count in sorted(roles.items()):
+        table.add_row(_literal(f"{kind} ({role})" if role else kind), str(count))
+    console.print(table)
+    links = topology.links()
+    groups = Counter(zip(links["rate_bps"].tolist(), links["delay_ps"].tolist(), strict=True))
+    table = Table("links", "rate", "delay", title="links")
+    for (rate, delay), count in sorted(groups.items()):
+        table.add_row(str(count), f"{rate / 1e9:g} Gb/s", format_time(delay))
+    console.print(table)
+    settings = spec.model_dump(mode="json", exclude={"traffic", "topology", "description"})
+    settings["tcp"] = spec.tcp_params().model_dump(mode="json")
+
+    def shown(value: object) -> str:
+        # Durations stored in picoseconds read better in their own unit.
+        if isinstance(value, str) and value.endswith("ps") and value[:-2].isdigit():
+            return format_time(int(value[:-2]))
+        return json.dumps(value)
+
+    table = Table("setting", "value", title="settings (defaults included)")
+    for section, values in settings.items():
+        if isinstance(values, dict):
+            for key, value in values.items():
+                table.add_row(_literal(f"{section}.{key}"), _literal(shown(value)))
+        else:
+            table.add_row(_literal(section), _literal(shown(values)))
+    console.print(table)
+    if paths is not None:
+        try:
+            sim = spec.build(base=path.parent)
+            plane = ControlPlane(sim)
+            found = plane.paths.shortest(*paths)
+        except (ScenarioError, ValueError) as e:
+            _fail(str(e))
+        names = plane.ports.names
+        for route in found:
+            console.print(_literal(" -> ".join(names[n] for n in route)))
+
+
+@app.command()
 def schema(
     out: Path | None = typer.Option(None, help="Write it to this file instead of printing it."),
 ) -> None:
