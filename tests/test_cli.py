@@ -191,3 +191,21 @@ def test_show_prints_the_topology_every_setting_and_paths():
     assert "h0 -> leaf0 -> spine0 -> leaf1 -> h9" in result.output
     bad = runner.invoke(app, ["show", "leafspine-udp", "--paths", "0", "99"])
     assert bad.exit_code != 0 and "dst must be a host number" in bad.output
+
+
+def test_a_run_checks_what_its_scenario_says_a_correct_run_shows(tmp_path):
+    result = runner.invoke(app, ["run", "incast-udp", "--out", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    assert "what a correct run shows" in result.output and "OUTSIDE" not in result.output
+    text = (Path(__file__).parent.parent / "python/isthmus/scenarios/incast-udp.toml").read_text()
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(
+        text.replace("delivered_fraction = [0.6, 0.66]", "delivered_fraction = [0.9, 1]")
+    )
+    result = runner.invoke(app, ["run", str(wrong), "--out", str(tmp_path / "b")])
+    assert result.exit_code == 0 and "OUTSIDE" in result.output
+    wrong.write_text(
+        text.replace("delivered_fraction = [0.6, 0.66]", "delivered_fraction = [0.7, 0.6]")
+    )
+    result = runner.invoke(app, ["run", str(wrong), "--out", str(tmp_path / "c")])
+    assert result.exit_code != 0 and "expect.delivered_fraction" in result.output

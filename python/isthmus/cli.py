@@ -154,6 +154,24 @@ def run(
     summary = summarize(sim, scenario=spec.name, wall_s=wall)
     folder = write_run(sim, out, scenario_text=path.read_text(), summary=summary)
     _print_summary(summary, folder)
+    _print_expectations(spec.expect, summary)
+
+
+def _print_expectations(expect: dict[str, list[float]], summary: dict) -> None:
+    """The figures the scenario says a correct run shows, and whether this one does."""
+    if not expect:
+        return
+    table = Table("figure", "expected", "this run", "", title="what a correct run shows")
+    for figure, (low, high) in expect.items():
+        value = summary.get(figure)
+        if not isinstance(value, (int, float)):
+            table.add_row(_literal(figure), f"{low:g} to {high:g}", "no such figure", "")
+            continue
+        inside = low <= value <= high
+        table.add_row(
+            _literal(figure), f"{low:g} to {high:g}", f"{value:.4g}", "ok" if inside else "OUTSIDE"
+        )
+    console.print(table)
 
 
 def _progress_bar() -> Progress:

@@ -657,6 +657,18 @@ class Scenario(Strict):
     telemetry: Telemetry = Telemetry()
     control: Control | None = None
     run: Run
+    expect: dict[str, Annotated[list[float], Field(min_length=2, max_length=2)]] = Field(
+        {},
+        description="what a correct run shows: summary figure = [low, high]; `isthmus run` "
+        "prints each beside this run's value",
+    )
+
+    @model_validator(mode="after")
+    def _ranges(self) -> Scenario:
+        for figure, (low, high) in self.expect.items():
+            if low > high:
+                raise ValueError(f"expect.{figure}: [low, high] needs low <= high")
+        return self
 
     def tcp_params(self) -> TcpParams:
         """The hosts' profile with the [tcp] keys this scenario sets on top."""
