@@ -41,3 +41,18 @@ def test_the_baseline_apps_show_what_the_example_says():
     assert max(single, ecmp) < 11 and hedera > 13.5, (single, ecmp, hedera)
     ring = example.learning_ring()
     assert ring["finished"] and ring["loops"] == 0 and 0 < ring["packet_ins"] < 200
+
+
+def test_the_tutorials_python_runs_and_its_scenario_file_parses(tmp_path, monkeypatch):
+    import re
+
+    from isthmus.scenario import parse_scenario
+
+    tutorial = (Path(__file__).parent.parent / "docs" / "tutorial.md").read_text()
+    for text in re.findall(r"```toml\n(.*?)```", tutorial, re.S):
+        parse_scenario(text)
+    blocks = re.findall(r"```python\n(.*?)```", tutorial, re.S)
+    assert blocks
+    monkeypatch.chdir(tmp_path)
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/tutorial.md python block {i}", "exec"), {"__name__": "tutorial"})

@@ -37,7 +37,9 @@ def command():
     def plain(param) -> None:
         # Typer's own parameter classes: told apart by their attributes.
         hidden = getattr(param, "is_flag", False) or param.param_type_name == "argument"
-        label = None if hidden else (param.name or "").upper()
+        # Named after the option as typed (--json: JSON), not its Python parameter.
+        longest = max(param.opts, key=len).lstrip("-") if param.opts else param.name or ""
+        label = None if hidden else longest.replace("-", "_").upper()
         param.display_type_rich = lambda ctx: label
 
     cli = typer.main.get_command(app)
