@@ -75,3 +75,7 @@ def test_bad_queries_and_missing_runs_are_one_clear_error(two_runs, tmp_path):
     assert result.exit_code != 0 and "nope" in result.output and "views here" in result.output
     result = runner.invoke(app, ["query", "SELECT 1", "--runs", str(tmp_path / "none")])
     assert result.exit_code != 0 and "does not exist" in result.output
+    # Only the views a user can query are named: no helper tables, no DuckDB catalog.
+    result = runner.invoke(app, ["query", "SELECT * FROM nothere", "--runs", str(two_runs)])
+    assert result.exit_code != 0 and "runs_table" not in result.output
+    assert "pg_" not in result.output and "runs" in result.output

@@ -62,8 +62,10 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     rows = [
         {"run": f.name, **flatten(json.loads((f / "summary.json").read_text()))} for f in folders
     ]
-    con.register("runs_table", pa.Table.from_pylist(rows))
-    con.execute("CREATE VIEW runs AS SELECT * FROM runs_table")
+    con.register("summaries", pa.Table.from_pylist(rows))
+    # A table of its own, so no helper name shows in errors or DuckDB's suggestions.
+    con.execute("CREATE TABLE runs AS SELECT * FROM summaries")
+    con.unregister("summaries")
     return con
 
 
@@ -74,11 +76,16 @@ def query(sql: str, root: Path) -> pa.Table:
     try:
         relation = con.sql(sql)
     except duckdb.Error as e:
-        views = [
+        names = [
             r[0]
             for r in con.execute(
-                "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                "UNION SELECT table_name FROM duckdb_tables() WHERE NOT internal"
             ).fetchall()
         ]
-        raise ValueError(f"{e}\n(views here: {', '.join(sorted(views))})") from None
+        # DuckDB's own "Did you mean" may name its catalog tables (pg_indexes ...).
+        message = "\n".join(
+            line for line in str(e).splitlines() if not line.startswith("Did you mean")
+        )
+        raise ValueError(f"{message}\n(views here: {', '.join(sorted(names))})") from None
     return relation.to_arrow_table()
