@@ -214,3 +214,26 @@ def test_forecast_bench_command_scores_a_users_csv_in_the_documented_layout(tmp_
     assert alone.exit_code != 0 and "go together" in alone.output
     wrong = runner.invoke(app, [*args, "--models", "ewma,prophet"])
     assert wrong.exit_code != 0 and "unknown model(s) prophet" in wrong.output
+
+
+def test_forecast_bench_without_torch_scores_the_statistical_models_and_says_so(
+    tmp_path, monkeypatch
+):
+    import json
+
+    from typer.testing import CliRunner
+
+    from isthmus.cli import app
+    from isthmus.predict import models
+
+    monkeypatch.setattr(models, "torch_available", lambda: False)
+    t = np.arange(400)
+    csv = tmp_path / "load.csv"
+    csv.write_text("t,util\n" + "".join(f"{i},{10 + np.sin(i / 4)}\n" for i in t))
+    out = tmp_path / "scores.json"
+    args = ["forecast-bench", "--series", str(csv), "--column", "util", "--window", "8"]
+    result = CliRunner().invoke(app, [*args, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "skipping dense, rnn, gru, lstm, skip_lstm, bilstm" in result.output
+    scored = set(json.loads(out.read_text())["models"])
+    assert "arar" in scored and not scored & set(models.NEURAL)

@@ -373,6 +373,7 @@ def forecast_bench(
     """Score every forecaster on real traffic series: MAE % ± SDAE, MSE, training and
     inference time per model (Diolkos Table 1, IBCN Table IV)."""
     from isthmus.predict import benchmark as fb
+    from isthmus.predict import models as predict_models
     from isthmus.predict.series import load_column
 
     if (series is None) != (column is None):
@@ -392,6 +393,14 @@ def forecast_bench(
                 progress.update(task, advance=1, status=f"{name} BS/N/O {setting}")
 
             names = [m.strip() for m in models.split(",")] if models is not None else None
+            if names is None and not predict_models.torch_available():
+                names = [m for m in predict_models.MODELS if m not in predict_models.NEURAL]
+                progress.console.print(
+                    _literal(
+                        f"skipping {', '.join(predict_models.NEURAL)}: PyTorch is not "
+                        "installed (pip install '.[neural]' from the repository adds it)"
+                    )
+                )
             results = fb.run(
                 chosen, quick=quick, settings=settings, models=names, on_result=on_result
             )

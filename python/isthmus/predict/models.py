@@ -30,6 +30,15 @@ MODELS: dict[str, type[Forecaster]] = {
 
 ModelSpec = str | Callable[..., Forecaster]
 
+NEURAL = ("dense", "rnn", "gru", "lstm", "skip_lstm", "bilstm")
+"""The forecasters that need PyTorch (the `neural` extra)."""
+
+
+def torch_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
 
 def make(spec: ModelSpec, **options: Any) -> Forecaster:
     """A forecaster from a registered name ("arar") or any callable that takes the
