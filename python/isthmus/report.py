@@ -93,9 +93,14 @@ def _slowdown_plot(runs: list[Run], ax: plt.Axes) -> None:
         bars = ax.bar(x + i * width, means, width, label=f"{run.name} mean")
         ax.scatter(x + i * width, p99, marker="_", s=300, color=bars.patches[0].get_facecolor())
     ax.set_xticks(x + width * (len(runs) - 1) / 2, BUCKETS)
+    # Slowdowns span orders of magnitude between size classes: a log axis from 1 (when
+    # any flow finished at all).
+    if any(bar.get_height() > 0 for container in ax.containers for bar in container):
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=1)
     ax.set_ylabel("slowdown (bar: mean, tick: p99)")
     ax.set_title("Slowdown by flow size")
-    ax.legend(fontsize="small")
+    _legend(ax)
 
 
 def _fct_cdf_plot(runs: list[Run], ax: plt.Axes) -> None:
@@ -108,7 +113,7 @@ def _fct_cdf_plot(runs: list[Run], ax: plt.Axes) -> None:
     ax.set_xlabel("flow completion time (us)")
     ax.set_ylabel("fraction of finished flows")
     ax.set_title("FCT CDF")
-    ax.legend(fontsize="small")
+    _legend(ax)
 
 
 def _series_plots(runs: list[Run], throughput: plt.Axes, queue: plt.Axes) -> None:
@@ -129,7 +134,9 @@ def _series_plots(runs: list[Run], throughput: plt.Axes, queue: plt.Axes) -> Non
     queue.set_ylabel("packets")
     for ax in (throughput, queue):
         if ax.lines:
-            ax.legend(fontsize="small")
+            ax.set_ylim(bottom=0)
+            ax.set_xlim(left=0)
+            _legend(ax)
         else:
             ax.text(0.5, 0.5, "no time series (set telemetry.sample_interval)", ha="center")
 
@@ -151,7 +158,7 @@ def _queue_cdf_plot(runs: list[Run], ax: plt.Axes) -> None:
     ax.set_ylabel("fraction of samples")
     ax.set_title("Queue length distribution")
     if ax.lines:
-        ax.legend(fontsize="small")
+        _legend(ax)
     else:
         ax.text(0.5, 0.5, "no queued samples (or no time series)", ha="center")
 
@@ -174,14 +181,27 @@ def _heatmap(run: Run, ax: plt.Axes) -> None:
         )  # fmt: skip
         ax.set_xticks([])
         ax.set_xlabel("whole run")
+    # Rows named by the port's switch and what it faces, thinned to stay legible.
+    names = [
+        f"{a}->{b}"
+        for a, b, keep in zip(run.ports["node_name"], run.ports["peer_name"], switch, strict=True)
+        if keep
+    ]
+    step = max(1, -(-len(names) // 24))
+    ax.set_yticks(np.arange(0, len(names), step) + 0.5, names[::step], fontsize="x-small")
     ax.set_ylabel("switch egress port")
     ax.set_title(f"Utilization: {run.name}")
     plt.colorbar(image, ax=ax, label="utilization")
 
 
+def _legend(ax: plt.Axes) -> None:
+    """A legend beside the plot, never over its data."""
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
 def _save(fig: plt.Figure, path: Path) -> str:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return base64.b64encode(path.read_bytes()).decode()
 
