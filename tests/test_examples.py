@@ -56,3 +56,19 @@ def test_the_tutorials_python_runs_and_its_scenario_file_parses(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     for i, block in enumerate(blocks):
         exec(compile(block, f"docs/tutorial.md python block {i}", "exec"), {"__name__": "tutorial"})
+
+
+def test_the_readmes_scenario_files_parse_and_the_minimal_one_runs(tmp_path):
+    import re
+
+    from isthmus.scenario import parse_scenario
+    from isthmus.units import time_ps
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", readme, re.S)
+    first = parse_scenario(blocks[0])
+    assert first.name == "first"
+    sim = first.build()
+    assert sim.run(time_ps(first.run.duration), stop_when_flows_finish=True)
+    assert sim.flows()["bytes_delivered"].sum() > 0
+    parse_scenario(blocks[1])  # the every-key reference is valid as written
