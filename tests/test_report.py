@@ -93,3 +93,38 @@ def test_a_headless_browser_renders_a_non_blank_page(report, tmp_path):
 def test_a_folder_that_is_not_a_run_is_one_clear_error(tmp_path):
     result = runner.invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "r")])
     assert result.exit_code != 0 and "not a run folder" in result.output
+
+
+def test_a_sweep_folder_is_reported_by_swept_value_across_seeds(tmp_path):
+    import textwrap
+
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(
+        textwrap.dedent(
+            """
+            name = "sw"
+            [topology]
+            kind = "leaf_spine"
+            spines = 1
+            leaves = 2
+            hosts_per_leaf = 2
+            [[traffic]]
+            kind = "poisson_flows"
+            load = 0.2
+            stop = "1ms"
+            [run]
+            duration = "50ms"
+            stop_when = "flows_finished"
+            """
+        )
+    )
+    sweep = tmp_path / "sweep"
+    args = ["sweep", str(scenario), "--set", "load=0.2,0.6", "--seeds", "2", "--out", str(sweep)]
+    assert runner.invoke(app, [*args, "--workers", "1"]).exit_code == 0
+    out = tmp_path / "report"
+    result = runner.invoke(app, ["report", str(sweep), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    assert "By swept value" in page
+    assert "sweep: traffic.0.load=0.2 (n = 2)" in page and "traffic.0.load=0.6 (n = 2)" in page
+    assert " ± " in page

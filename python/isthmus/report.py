@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 
 import matplotlib
@@ -223,12 +224,60 @@ def _fmt(value: object) -> str:
     return html.escape(str(value))
 
 
+SEED_SUFFIX = re.compile(r",?seed\d+$")
+MOST_HEAT_MAPS = 12
+
+
+def _expand(folders: list[Path]) -> tuple[list[Run], dict[str, list[Run]]]:
+    """The runs to report, and the sweeps' runs grouped by swept value (a sweep folder
+    holds one run folder per point and seed, named `PATH=VALUE,...,seedN`)."""
+    runs: list[Run] = []
+    groups: dict[str, list[Run]] = {}
+    for folder in map(Path, folders):
+        if (folder / "summary.json").exists() or not folder.is_dir():
+            runs.append(Run(folder))
+            continue
+        points = sorted(p for p in folder.iterdir() if (p / "summary.json").exists())
+        if not points:
+            runs.append(Run(folder))  # not a run folder: Run says so
+        for point in points:
+            run = Run(point)
+            runs.append(run)
+            value = SEED_SUFFIX.sub("", point.name) or folder.name
+            groups.setdefault(f"{folder.name}: {value}", []).append(run)
+    return runs, groups
+
+
+def _sweep_table(groups: dict[str, list[Run]]) -> str:
+    """Each swept value's headline figures: mean ± 95 % interval across its seeds."""
+    from isthmus.compare import mean_interval
+
+    head = "".join(
+        f"<th>{html.escape(name)} (n = {len(runs)})</th>" for name, runs in groups.items()
+    )
+    rows = []
+    for key, label in HEADLINES:
+        cells = []
+        for runs in groups.values():
+            values = [v for r in runs if isinstance(v := r.headline(key), (int, float))]
+            if not values:
+                cells.append("<td>–</td>")
+                continue
+            mean, half = mean_interval(values)
+            cells.append(f"<td>{mean:.4g} ± {half:.2g}</td>")
+        rows.append(f"<tr><th>{html.escape(label)}</th>{''.join(cells)}</tr>")
+    return (
+        "<h2>By swept value: mean ± 95 % interval across seeds</h2>"
+        f"<table><tr><th></th>{head}</tr>{''.join(rows)}</table>"
+    )
+
+
 def write_report(folders: list[Path], out: Path) -> Path:
-    """Writes `out`/report.html and `out`/plots/*.png for the run folders; returns the
-    page's path."""
+    """Writes `out`/report.html and `out`/plots/*.png for run folders, or sweep folders
+    (their runs, and a table by swept value across seeds); returns the page's path."""
     if not folders:
         raise ValueError("give at least one run folder")
-    runs = [Run(f) for f in folders]
+    runs, groups = _expand(folders)
     plots = Path(out) / "plots"
     plots.mkdir(parents=True, exist_ok=True)
     images: list[tuple[str, str]] = []
@@ -245,7 +294,7 @@ def write_report(folders: list[Path], out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     _queue_cdf_plot(runs, ax)
     images.append(("Queue length distribution", _save(fig, plots / "queue_cdf.png")))
-    for i, run in enumerate(runs):
+    for i, run in enumerate(runs[:MOST_HEAT_MAPS]):
         fig, ax = plt.subplots(figsize=(7, 4))
         _heatmap(run, ax)
         images.append((f"Utilization: {run.name}", _save(fig, plots / f"utilization_{i}.png")))
@@ -255,7 +304,8 @@ def write_report(folders: list[Path], out: Path) -> Path:
         f"<figcaption>{html.escape(t)}</figcaption></figure>"
         for t, data in images
     )
-    title = "Isthmus report: " + ", ".join(r.name for r in runs)
+    shown = [Path(f).name for f in folders]
+    title = "Isthmus report: " + ", ".join(shown[:4]) + (" ..." if len(shown) > 4 else "")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
@@ -265,6 +315,7 @@ th, td {{ border: 1px solid #ccc; padding: 4px 10px; text-align: right; }}
 figure {{ margin: 1em 0; }} img {{ max-width: 100%; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
+{_sweep_table(groups) if groups else ""}
 {_table(runs)}
 {figures}
 </body></html>
