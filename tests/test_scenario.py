@@ -150,7 +150,7 @@ def test_custom_topology_from_an_edge_list_file(tmp_path):
 
 def test_the_readme_scenario_example_validates():
     readme = (Path(__file__).parent.parent / "README.md").read_text()
-    example = re.search(r"## Scenario files.*?```toml\n(.*?)```", readme, re.S)
+    example = re.search(r"```toml\n(name = \"my-incast\".*?)```", readme, re.S)
     assert example, "README lost its scenario example"
     scenario = parse_scenario(example.group(1))
     assert [t.kind for t in scenario.traffic] == [
