@@ -164,10 +164,11 @@ def test_help_shows_plain_metavars_not_type_labels():
 
 
 def test_the_scenario_schema_accepts_every_bundled_scenario_and_names_the_fields(tmp_path):
+    import tomllib as toml
+
     import jsonschema
 
     from isthmus.cli import bundled_scenarios
-    from isthmus.compat import toml
 
     out = tmp_path / "scenario.schema.json"
     result = runner.invoke(app, ["schema", "--out", str(out)])

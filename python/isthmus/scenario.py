@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import time
+import tomllib as toml
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -39,7 +40,6 @@ import numpy as np
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
 
 from isthmus import _core, defaults, units
-from isthmus.compat import toml
 from isthmus.fields import Index, PositiveInt, QueueLimit, Rate, Seed, Size, Strict, Time
 from isthmus.flows import Arrivals as FlowArrivals
 from isthmus.flows import Incast, Poisson, SizeRange, generate_flows

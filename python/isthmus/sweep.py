@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import tomllib as toml
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -24,7 +25,6 @@ from pathlib import Path
 
 import tomli_w
 
-from isthmus.compat import toml
 from isthmus.results import summarize, write_run
 from isthmus.scenario import ScenarioError, parse_scenario
 
