@@ -100,6 +100,7 @@ def test_bad_setups_are_refused():
         ValueError, match=r"fitted on 5 series but this network has 3 \(port series\)"
     ):
         plane.run("1ms")
+    assert Ibcn(forecaster=Fixed(1.0, horizon=3).fit(np.zeros((20, 1)))).horizon == 3
     with pytest.raises(ValueError, match="series must be 'switch' or 'port'"):
         Ibcn(forecaster=fitted(1.0), series="link")
 

@@ -60,7 +60,8 @@ class Ibcn(Controller):
         self.model = forecaster or make(
             model, window=window, horizon=horizon, **(model_options or {})
         )
-        self.horizon = horizon
+        # A given forecaster forecasts as far as it was built to.
+        self.horizon = forecaster.horizon if forecaster is not None else horizon
         self.training_polls = training_polls if forecaster is None else 0
         self.history: list[np.ndarray] = []
         self.control_bytes = 0
