@@ -43,7 +43,7 @@ import numpy as np
 
 from isthmus.compare import mean_interval
 from isthmus.control import Controller, ControlPlane
-from isthmus.predict import score
+from isthmus.predict import MODELS, score
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
 
@@ -166,8 +166,6 @@ def predictions(data: np.ndarray, epochs: int) -> dict:
 
 
 def _factory(name: str, options: dict):
-    from isthmus.predict import MODELS
-
     def build(**common):
         return MODELS[name](**common, **options)
 

@@ -112,6 +112,7 @@ class Ofpt(Controller):
         self.round_cpu_seconds: list[float] = []
         """Controller CPU time of each round (view, FPTAS, provisioning, commands)."""
         self._pending = False
+        self._ports_table: dict[str, np.ndarray] | None = None
         self._tor_paths: dict[tuple[int, int], list[list[int]]] = {}
 
     # ---- view --------------------------------------------------------------------------
@@ -172,7 +173,11 @@ class Ofpt(Controller):
     def on_flow_arrival(self, event: FlowArrival) -> None:
         if event.size < self.long_flow:
             return
-        table = self.sim.flows()
+        # A flow's ports and subflows never change: the table is read again only for
+        # flows added since, not on every arrival.
+        if self._ports_table is None or event.flow >= len(self._ports_table["src_port"]):
+            self._ports_table = self.sim.flows()
+        table = self._ports_table
         subflows = int(table["subflows"][event.flow])
         self.flows[event.flow] = _LongFlow(
             flow=event.flow,
