@@ -36,6 +36,7 @@ from isthmus.control.events import (
     Tick,
     decode,
 )
+from isthmus.control.loop_free import hops_via_ports, node_host_distances
 from isthmus.control.paths import Paths
 from isthmus.control.portmap import PortMap
 from isthmus.queues import queue_config
@@ -132,6 +133,21 @@ class Controller(_Program):
         """Up to `k` loop-free paths from host `src` to host `dst`, shortest first (hosts
         never relay), as node indices."""
         return self._plane.paths.k_shortest(src, dst, k)
+
+    def shared(self, key: str, factory: Callable[[], Any]) -> Any:
+        """The service registered under `key`, made by `factory()` the first time. The
+        sanctioned way for agents to share something without sharing views: a service
+        is handed each agent's own `SwitchHandle` and must keep its answers per switch
+        (e.g. one forward pass of a model for every switch, each switch reading back
+        only its own rows)."""
+        if key not in self._services:
+            self._services[key] = factory()
+        return self._services[key]
+
+    def _hops_via(self, switch: int) -> np.ndarray:
+        if self._host_distances is None:
+            self._host_distances = node_host_distances(self.ports)
+        return hops_via_ports(self.ports, self._host_distances, switch)
 
     def set_miss(self, switch: int | str, miss: str) -> None:
         """What `switch` does on a table miss: "route" (default shortest-path routing),
@@ -460,6 +476,18 @@ class SwitchHandle:
         latency."""
         self.__plane._send(self.name, to, message)
 
+    def hops_via(self) -> np.ndarray:
+        """This switch's distance vector: (ports × hosts) hops a packet for each host
+        travels leaving by each port (`isthmus.control.loop_free.UNREACHABLE` where a
+        port leads nowhere near it), what a routing protocol's table tells a switch."""
+        return self.__plane._hops_via(self.__switch)
+
+    def shared(self, key: str, factory: Callable[[], Any]) -> Any:
+        """The plane-wide service registered under `key` (made by `factory()` on first
+        use): how agents share a resource such as a batched inference server. A service
+        must answer each agent about its own switch only; see `ControlPlane.shared`."""
+        return self.__plane.shared(key, factory)
+
 
 class SwitchAgent(_Program):
     """A control program on one switch, with that switch's view only: it holds its
@@ -506,6 +534,8 @@ class ControlPlane:
         self._timers: dict[int, tuple[Callable[[], Any], bool]] = {}
         self._claimed: set[int] = set()
         self._unstarted: list[_Program] = []
+        self._services: dict[str, Any] = {}
+        self._host_distances: np.ndarray | None = None
 
     def add(self, controller: Controller) -> Controller:
         if not isinstance(controller, Controller):
@@ -537,6 +567,21 @@ class ControlPlane:
             self._unstarted.append(agent)
             made.append(agent)
         return made
+
+    def shared(self, key: str, factory: Callable[[], Any]) -> Any:
+        """The service registered under `key`, made by `factory()` the first time. The
+        sanctioned way for agents to share something without sharing views: a service
+        is handed each agent's own `SwitchHandle` and must keep its answers per switch
+        (e.g. one forward pass of a model for every switch, each switch reading back
+        only its own rows)."""
+        if key not in self._services:
+            self._services[key] = factory()
+        return self._services[key]
+
+    def _hops_via(self, switch: int) -> np.ndarray:
+        if self._host_distances is None:
+            self._host_distances = node_host_distances(self.ports)
+        return hops_via_ports(self.ports, self._host_distances, switch)
 
     def set_miss(self, switch: int | str, miss: str) -> None:
         """What `switch` does on a table miss: "route", "controller" or "drop"."""

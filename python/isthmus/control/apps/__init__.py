@@ -1,5 +1,5 @@
 """Control programs by name, one module each: the baselines (`ecmp`, `single_path`,
-`hedera`, `l2_learning`) and the schemes (`ofpt`, `ibcn`). Scenario files name them in
+`hedera`, `l2_learning`) and the schemes (`ofpt`, `ibcn`, `diolkos`). Scenario files name them in
 `[[control.apps]]`; `app_class` finds one and `make_app` builds it from a scenario's
 parameters, refusing parameters the program does not take."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from isthmus.control.apps.diolkos import Diolkos
 from isthmus.control.apps.ecmp import Ecmp
 from isthmus.control.apps.hedera import Hedera
 from isthmus.control.apps.ibcn import Ibcn
@@ -23,6 +24,7 @@ APPS: dict[str, type[Controller] | type[SwitchAgent]] = {
     "ibcn": Ibcn,
     "l2_learning": L2Learning,
     "ofpt": Ofpt,
+    "diolkos": Diolkos,
 }
 
 

@@ -1,0 +1,299 @@
+"""Diolkos: each smart switch forecasts its ports' throughput from its own counters and
+moves flows to the port predicted best, loop-free.
+
+Bel, Pata, Vlimant, Tallent, Balcas, Spiropulu, "Diolkos: Improving Ethernet Throughput
+through Dynamic Port Selection", ACM Computing Frontiers 2021. One `Diolkos` agent runs
+on each smart switch, with that switch's view only:
+
+1. Every r_c (`sample_period`) the switch reads bytes received + transmitted on each
+   port, NB; the throughput of the last period is TP = (NB_t - NB_{t-r_c}) / r_c
+   (bytes/s). The row of every port's TP goes into the switch's own ReplayDB (bounded,
+   time-ordered).
+2. Once the ReplayDB holds `train_after` rows, the switch trains its forecaster on them:
+   the 20/60/20 test/train/validation split by time, a trailing moving average of
+   `smoothing` (75) rows over what the model reads, z-score normalisation; every port's
+   past feeds the forecast of every port (multivariate). Dense with one hidden layer by
+   default; any forecaster of `isthmus.predict` by name (`ewma` is the paper's
+   heuristic). Window BS, lead N and horizon O are `window`, `lead`, `horizon` (the
+   paper's best: 5, 1, 1). With `retrain_every` it retrains on its newest rows that
+   often (online mode); a model trained centrally and pushed through the
+   `ForecastService` is used from the start instead (the paper's experiment).
+3. Every (N + O) r_c, a decision round: the switch's forecast comes from the shared
+   `ForecastService` (every switch's in one batched call), and each port's score is its
+   predicted mean TP over the O forecast steps.
+4. For each flow direction the switch forwarded in the last round, the candidate
+   ports are those loop-free for the flow's destination (`isthmus.control.loop_free`:
+   each hop lowers (distance, name rank), so no switch's choice can close a loop),
+   less the port it came in by. The best are the candidates with the highest score,
+   and, α exploration, every candidate whose measured TP is below `alpha` of its
+   capacity (both directions), so ports nothing uses yet get tried. A best-scored port
+   that would loop is passed over for the next best (counted as a loop fallback).
+5. One of the best is drawn from the switch's own random stream (equal predictions
+   are picked at random); if it is not the flow's current port, an entry matching the
+   flow and its destination (the tag every packet carries) sends the flow there. The choice holds
+   until the next round, N + O steps later. A flow some higher-priority entry keeps
+   where it is (an operator's pin) is noticed and left alone.
+
+Until the model is trained the switch forwards by its default routing and counts the
+round as untrained. `stats` holds what the switch did and what training and inference
+cost it.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from isthmus.control.forecasts import SERVICE_KEY, ForecastService
+from isthmus.control.loop_free import allowed_ports
+from isthmus.control.plane import SwitchAgent, SwitchHandle
+from isthmus.predict.base import Forecaster
+from isthmus.predict.models import NEURAL, make
+from isthmus.predict.replay import ReplayDB
+from isthmus.units import time_ps
+
+PS = 1e12
+
+
+@dataclass
+class DiolkosStats:
+    rounds: int = 0
+    untrained_rounds: int = 0
+    moves: int = 0
+    loop_fallbacks: int = 0
+    """Rounds where a flow's best-scored port would have looped and the next best
+    loop-free one was taken instead."""
+    pinned: int = 0
+    training_seconds: list[float] = field(default_factory=list)
+    trained_rows: int = 0
+
+
+class Diolkos(SwitchAgent):
+    """Parameters (scenario files give them as strings and numbers):
+
+    model: a forecaster name of `isthmus.predict.MODELS` ("dense", "gru", "ewma", ...)
+        or, from Python, a callable taking the forecaster options and returning one.
+    sample_period: r_c. window, lead, horizon: BS, N, O. smoothing: the moving average
+        over what the model reads (None: raw). alpha: the exploration threshold, a
+        fraction of the port's two-way capacity.
+    train_after: rows gathered before the first training; retrain_every: rows between
+        later trainings (None: train once). replay_capacity: the most rows kept.
+    model_options: further keyword options of the forecaster (hidden, epochs, ...).
+    priority: of the entries that move flows; idle_timeout: they leave once the flow
+        is quiet this long. seed: with the switch's name, its random stream.
+    """
+
+    def __init__(
+        self,
+        switch: SwitchHandle,
+        *,
+        model: Any = "dense",
+        sample_period: str = "1s",
+        window: int = 5,
+        lead: int = 1,
+        horizon: int = 1,
+        smoothing: int | None = 75,
+        alpha: float = 0.01,
+        train_after: int = 500,
+        retrain_every: int | None = None,
+        replay_capacity: int = 100_000,
+        model_options: dict[str, Any] | None = None,
+        priority: int = 20,
+        idle_timeout: str = "5s",
+        seed: int = 0,
+    ) -> None:
+        super().__init__(switch)
+        self.period = time_ps(sample_period)
+        if self.period <= 0:
+            raise ValueError(f"sample_period must be positive, got {sample_period!r}")
+        if not 0.0 <= alpha < 1.0:
+            raise ValueError(f"alpha must be a fraction in [0, 1), got {alpha!r}")
+        for name, value in (("train_after", train_after), ("replay_capacity", replay_capacity)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 3:
+                raise ValueError(f"{name} must be an integer of at least 3, got {value!r}")
+        if retrain_every is not None and (
+            isinstance(retrain_every, bool)
+            or not isinstance(retrain_every, int)
+            or retrain_every < 1
+        ):
+            raise ValueError(
+                f"retrain_every must be a positive integer or None, got {retrain_every!r}"
+            )
+        self.alpha = alpha
+        self.train_after = train_after
+        self.retrain_every = retrain_every
+        self.priority = priority
+        self.idle_timeout = idle_timeout
+        options = dict(model_options or {})
+        options.update(window=window, lead=lead, horizon=horizon, smoothing=smoothing)
+        if isinstance(model, str) and model in NEURAL:
+            options.setdefault("seed", seed)
+        self.model: Forecaster = make(model, **options)
+        self.round_steps = self.model.lead + self.model.horizon
+        names = [str(port) for port in range(switch.num_ports)]
+        self.replay = ReplayDB(replay_capacity, names, switch=switch.name)
+        self.random = np.random.default_rng([seed, zlib.crc32(switch.name.encode())])
+        self.stats = DiolkosStats()
+        self._trained_at: int | None = None
+        # The model's state follows the newest row (it has been fitted or reset since).
+        self._current = False
+        self._submitted = False
+        self._last_bytes: np.ndarray | None = None
+        self._capacity = np.zeros(0)
+        self._allowed = np.zeros((0, 0), dtype=bool)
+        self._samples = 0
+        self._moved: dict[tuple[int, int], tuple[int, int, int]] = {}
+        """(flow, dst) -> (entry, port, time moved), for the flows this switch moved."""
+        self._pinned: set[tuple[int, int]] = set()
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        handle = self.switch
+        handle.watch_flows()
+        self._allowed = allowed_ports(handle.hops_via(), handle.name, handle.neighbours())
+        ports = handle.ports()
+        self._capacity = ports["rate_bps"].astype(np.float64) / 8 * 2
+        self._last_bytes = (ports["rx_bytes"] + ports["tx_bytes"]).astype(np.float64)
+        self.service: ForecastService = handle.shared(SERVICE_KEY, ForecastService)
+        pushed = self.service.pushed(handle)
+        if pushed is not None:
+            if pushed.variables != handle.num_ports:
+                raise ValueError(
+                    f"the model pushed to '{handle.name}' reads {pushed.variables} ports but "
+                    f"the switch has {handle.num_ports}; train it on this switch's rows"
+                )
+            self.model = pushed
+            self._trained_at = 0
+        self.every(self.period, self._sample)
+        # Decisions come just after the sample that closes their round, once every
+        # switch has sampled and submitted, so one batched call serves them all.
+        first = self.now + self.round_steps * self.period + 1
+        self.every(self.round_steps * self.period, self._decide, first=first)
+
+    @property
+    def trained(self) -> bool:
+        return self._trained_at is not None
+
+    # ---- 1-2: counters, ReplayDB, training ----------------------------------------------
+
+    def _sample(self) -> None:
+        ports = self.switch.ports()
+        nb = (ports["rx_bytes"] + ports["tx_bytes"]).astype(np.float64)
+        assert self._last_bytes is not None
+        throughput = (nb - self._last_bytes) / (self.period / PS)
+        self._last_bytes = nb
+        self.replay.add(self.now / PS, throughput)
+        self._samples += 1
+        if self._current:
+            self.model.update(throughput)
+        elif self.trained and len(self.replay) >= self._context_rows():
+            # A pushed model starts from this switch's own newest rows.
+            self.model.reset(self.replay.latest(self._context_rows()))
+            self._current = True
+        if self._due_for_training():
+            self._train()
+        if self._current and self._samples % self.round_steps == 0:
+            self._submit()
+
+    def _due_for_training(self) -> bool:
+        if self._trained_at is None:
+            return len(self.replay) >= self.train_after
+        return (
+            self.retrain_every is not None
+            and self._samples - self._trained_at >= self.retrain_every
+        )
+
+    def _train(self) -> None:
+        segments = self.replay.split()
+        started = time.perf_counter()
+        self.model.fit(segments.train, segments.validation)
+        self.stats.training_seconds.append(time.perf_counter() - started)
+        self.stats.trained_rows = len(segments.train)
+        self._trained_at = self._samples
+        # The model forecasts from the newest rows once there are enough of them.
+        self._current = len(self.replay) >= self._context_rows()
+        if self._current:
+            self.model.reset(self.replay.latest(self._context_rows()))
+
+    def _context_rows(self) -> int:
+        """Rows a forecast reads: the window, plus what its moving average spans."""
+        needed = max(self.model.min_context, self.model.window)
+        return needed + (self.model.smoothing or 1) - 1
+
+    def _submit(self) -> None:
+        self.service.submit(self.switch, self.model)
+        self._submitted = True
+
+    # ---- 3-5: decisions ---------------------------------------------------------------
+
+    def _decide(self) -> None:
+        self.stats.rounds += 1
+        if not self._submitted:
+            self.stats.untrained_rounds += 1
+            return
+        self._submitted = False
+        forecast = self.service.forecast(self.switch)
+        scores = np.asarray(forecast, dtype=np.float64).mean(axis=0)
+        idle = self.replay.latest(1)[0] < self.alpha * self._capacity
+        self._move_flows(scores, idle)
+
+    def _move_flows(self, scores: np.ndarray, idle: np.ndarray) -> None:
+        flows = self.switch.flows()
+        since = self.now - self.round_steps * self.period
+        active = np.flatnonzero(flows["last_ps"] >= since)
+        for i in active:
+            key = (int(flows["flow"][i]), int(flows["dst"][i]))
+            if key in self._pinned:
+                continue
+            current = int(flows["out_port"][i])
+            moved = self._moved.get(key)
+            if moved is not None and moved[1] != current and int(flows["last_ps"][i]) > moved[2]:
+                # Its packets still leave by another port: a higher-priority entry
+                # holds the flow there, which is not this switch's to override.
+                self._pinned.add(key)
+                self.stats.pinned += 1
+                continue
+            self._choose(key, current, int(flows["in_port"][i]), scores, idle)
+
+    def _choose(
+        self,
+        key: tuple[int, int],
+        current: int,
+        in_port: int,
+        scores: np.ndarray,
+        idle: np.ndarray,
+    ) -> None:
+        candidates = self._allowed[:, key[1]].copy()
+        candidates[in_port] = False
+        if not candidates.any():
+            return
+        top = scores[candidates].max()
+        best = candidates & (idle | (scores >= top))
+        if scores.max() > top:
+            # The best-scored port would close a loop; the next best loop-free one goes.
+            self.stats.loop_fallbacks += 1
+        choice = int(self.random.choice(np.flatnonzero(best)))
+        if choice == current:
+            return
+        previous = self._moved.get(key)
+        if previous is not None and previous[0] in self.switch.installed():
+            self.switch.delete(previous[0])
+        entry = self.switch.install(
+            self.priority,
+            flow=key[0],
+            dst=key[1],
+            output=choice,
+            idle_timeout=self.idle_timeout,
+        )
+        self._moved[key] = (entry, choice, self.now)
+        self.stats.moves += 1
+
+    def on_entry_removed(self, event) -> None:
+        for key, (entry, _, _) in list(self._moved.items()):
+            if entry == event.entry:
+                del self._moved[key]

@@ -1,0 +1,203 @@
+"""Diolkos: per-switch forecasts move flows, never into a loop, and the forecasts are
+what decides (a forecaster that sees a change coming beats one that reacts to it)."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from isthmus import Link, Simulation, Topology
+from isthmus.control import ControlPlane
+from isthmus.control.apps.diolkos import Diolkos
+from isthmus.control.forecasts import SERVICE_KEY, ForecastService
+from isthmus.control.loop_free import allowed_ports, hops_via_ports, node_host_distances
+from isthmus.control.portmap import PortMap
+from isthmus.predict import Dense, Ewma, Forecaster
+from isthmus.studies import diolkos as study
+
+
+class RandomScores(Forecaster):
+    """Forecasts noise: the worst a model can do, to stress the loop-free rule."""
+
+    kind = "random"
+
+    def __init__(self, **options):
+        options.update(scaling=None, smoothing=None)
+        super().__init__(**options)
+        self.random = np.random.default_rng(5)
+
+    def _fit(self, data):
+        pass
+
+    def _observe(self, rows):
+        pass
+
+    def _restart(self, rows):
+        pass
+
+    def _forecast(self, lead, horizon):
+        return self.random.random((horizon, self._width))
+
+
+def topologies() -> dict[str, Topology]:
+    link = Link("100Mbps", "10us")
+    return {
+        "ring": Topology.ring(5, 2, link, link),
+        "mesh": Topology.mesh(5, 1, link, link),
+        "fat_tree": Topology.fat_tree(4, link, link),
+        "paper_mesh": study.mesh_topology()[0],
+    }
+
+
+@pytest.mark.parametrize("name", ["ring", "mesh", "fat_tree", "paper_mesh"])
+def test_the_allowed_ports_of_every_switch_form_no_cycle_towards_any_host(name):
+    sim = Simulation(topologies()[name])
+    ports = PortMap(sim)
+    distances = node_host_distances(ports)
+    switches = [n for n, kind in enumerate(ports.kinds) if kind == "switch"]
+    detours = 0
+    for host in range(len(ports.host_node)):
+        graph = nx.DiGraph()
+        for switch in switches:
+            via = hops_via_ports(ports, distances, switch)
+            names = [ports.names[n] for n in ports.neighbours[switch]]
+            allowed = allowed_ports(via, ports.names[switch], names)[:, host]
+            assert allowed.any(), f"{ports.names[switch]} cannot reach host {host}"
+            for port in np.flatnonzero(allowed):
+                graph.add_edge(switch, ports.neighbours[switch][port])
+            detours += int(np.sum(allowed & (via[:, host] > via[:, host].min())))
+        assert nx.is_directed_acyclic_graph(graph)
+    if name in ("ring", "mesh", "paper_mesh"):
+        assert detours > 0, "the rule must allow some longer way round, or Diolkos has no choice"
+
+
+@pytest.mark.parametrize("name", ["ring", "paper_mesh"])
+def test_agents_picking_ports_at_random_never_loop_and_every_flow_finishes(name):
+    topology = topologies()[name]
+    sim = Simulation(topology, seed=3)
+    hosts = topology.num_hosts
+    rng = np.random.default_rng(1)
+    for i in range(60):
+        src, dst = rng.choice(hosts, 2, replace=False)
+        sim.add_tcp_flow(int(src), int(dst), "200KB", start=f"{i * 5}ms", transport="tcp")
+    plane = ControlPlane(sim, control_latency="10us")
+    agents = plane.add_agents(
+        Diolkos,
+        model=RandomScores,
+        sample_period="2ms",
+        smoothing=None,
+        train_after=3,
+        alpha=0.0,
+    )
+    assert plane.run("2s", stop_when_flows_finish=True)
+    assert int(sim.node_drops()["ttl_drops"].sum()) == 0
+    assert sum(a.stats.moves for a in agents) > 50
+
+
+def test_until_trained_a_switch_moves_nothing_and_says_so():
+    topology = topologies()["ring"]
+    sim = Simulation(topology, seed=1)
+    sim.add_bulk_flow(0, 5, "1s", transport="tcp")
+    plane = ControlPlane(sim)
+    agents = plane.add_agents(
+        Diolkos, model="ewma", sample_period="10ms", smoothing=None, train_after=1000
+    )
+    plane.run("500ms")
+    for agent in agents:
+        assert not agent.trained and agent.stats.moves == 0
+        assert agent.stats.untrained_rounds == agent.stats.rounds > 0
+        assert agent.switch.installed() == []
+
+
+class Handle:
+    """What the service reads of a switch handle: its name."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+def test_one_call_forecasts_every_switch_as_its_own_model_would():
+    rng = np.random.default_rng(0)
+    # Switches with their own nets, two shapes of them, and a statistical model.
+    models = [Dense(window=5, epochs=3, seed=i).fit(rng.random((100, 3))) for i in range(4)]
+    models += [Dense(window=5, epochs=3, seed=9).fit(rng.random((100, 4)))]
+    models += [Ewma(window=1).fit(rng.random((100, 3)))]
+    for model in models:
+        model.update(rng.random((5, model.variables)))
+    expected = [model.predict() for model in models]
+    service = ForecastService()
+    handles = [Handle(f"s{i}") for i in range(len(models))]
+    for handle, model in zip(handles, models, strict=True):
+        service.submit(handle, model)
+    answers = [service.forecast(h) for h in handles]
+    assert len(service.round_seconds) == 1, "one call served every switch"
+    for answer, want in zip(answers, expected, strict=True):
+        np.testing.assert_allclose(answer, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="did not submit"):
+        service.forecast(Handle("s9"))
+
+
+def test_a_model_is_pushed_to_one_switch_only():
+    model = Ewma(window=1).fit(np.arange(10.0)[:, None])
+    service = ForecastService()
+    service.push("s0", model)
+    with pytest.raises(ValueError, match="copy"):
+        service.push("s1", model)
+
+
+def test_a_pushed_model_must_read_the_switch_s_ports():
+    sim = Simulation(topologies()["ring"])
+    plane = ControlPlane(sim)
+    wrong = Ewma(window=1).fit(np.ones((10, 2)) + np.arange(10)[:, None])
+    plane.shared(SERVICE_KEY, ForecastService).push("s0", wrong)
+    plane.add_agents(Diolkos, ["s0"], model="ewma")
+    with pytest.raises(ValueError, match="reads 2 ports but the switch has 4"):
+        plane.run("1ms")
+    with pytest.raises(ValueError, match="not fitted"):
+        ForecastService().push("s0", Ewma())
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("alpha", 1.5, "alpha must be a fraction"),
+        ("train_after", 2, "train_after must be an integer of at least 3"),
+        ("retrain_every", 0, "retrain_every must be a positive integer"),
+        ("sample_period", "0s", "sample_period must be positive"),
+        ("model", "prophet", "unknown model 'prophet'"),
+    ],
+)
+def test_bad_parameters_are_refused_by_name(option, value, message):
+    plane = ControlPlane(Simulation(topologies()["ring"]))
+    with pytest.raises(ValueError, match=message):
+        plane.add_agents(Diolkos, ["s0"], **{option: value})
+
+
+def test_a_forecast_that_sees_the_surge_coming_beats_one_that_reacts(tmp_path):
+    """The surge experiment (see isthmus.studies.diolkos): P's capacity alternates
+    every 10 s, Q's is steady; the movable flow's goodput orders oracle >= Dense >=
+    EWMA >= static, and the operator's pins on the background flows are respected."""
+    pytest.importorskip("torch")
+    duration, warmup = 200.0, 30.0
+    dense = study.surge_dense(1001, 300.0, tmp_path)
+    goodput, agents = {}, {}
+    for scheme in study.SURGE_SCHEMES:
+        result = study.surge_goodput(
+            scheme,
+            1,
+            duration,
+            warmup,
+            tmp_path,
+            pushed=dense if scheme == "dense" else None,
+        )
+        goodput[scheme] = result["goodput_mbps"]
+        agents[scheme] = result["agent"]
+        assert result["ttl_drops"] == 0
+    assert goodput["oracle"] * 1.03 >= goodput["dense"], goodput
+    assert goodput["dense"] > goodput["ewma"] * 1.05, goodput
+    assert goodput["ewma"] > goodput["static"] * 1.05, goodput
+    # The oracle moves the flow at every change of P's capacity, and no more.
+    changes = (duration - 20) / study.SURGE_PHASE_S
+    assert changes - 2 <= agents["oracle"].stats.moves - 2 <= changes + 2
+    assert agents["oracle"].stats.pinned == 2
