@@ -50,7 +50,7 @@ class Watcher(Controller):
         self.events.append((event.reason, event.entry, event.time))
 
     def on_flow_arrival(self, event):
-        self.events.append(("arrival", event.flow, event.size))
+        self.events.append(("arrival", event.flow, event.src, event.dst, event.size))
 
     def on_flow_finished(self, event):
         self.events.append(("finished", event.flow))
@@ -63,7 +63,7 @@ def test_handlers_see_arrivals_completions_timeouts_and_ticks():
     sim.add_udp_flow(0, 2, "1Gbps", size=50 * 1472, start="100us", arrivals="constant")
     plane.run("3500us")
     kinds = [e[0] for e in app.events]
-    assert ("arrival", 0, 50 * 1472) in app.events
+    assert ("arrival", 0, 0, 2, 50 * 1472) in app.events
     assert ("finished", 0) in app.events
     assert kinds.count("tick") == 3
     removed = [e for e in app.events if e[0] == "idle_timeout"]
@@ -199,6 +199,10 @@ def test_agents_see_only_their_switch_and_talk_with_latency():
         "set_ecn",
         "ecn",
         "send",
+        # Its own distance vector, and the services agents share (a service answers
+        # each switch about itself: see ControlPlane.shared).
+        "hops_via",
+        "shared",
     }
     with pytest.raises(AttributeError):
         handle.sim  # noqa: B018

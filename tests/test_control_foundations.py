@@ -212,7 +212,7 @@ def test_an_unknown_event_kind_is_an_error_not_a_silent_loss():
     columns = {name: np.zeros(1, dtype=np.uint32) for name in ("time_ps", "timer", "switch")}
     columns["kind"] = np.array([9], dtype=np.uint8)
     with pytest.raises(ValueError, match="kind 9"):
-        decode(columns, {})
+        decode(columns)
 
 
 def test_entries_need_their_groups_and_meters_defined():

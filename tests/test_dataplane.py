@@ -293,3 +293,13 @@ def test_a_device_queue_sits_below_the_discipline_and_refuses_pfc():
 def sim_config_device_queue() -> int:
     sim = Simulation(Topology.leaf_spine(1, 2, 2), device_queue=100)
     return sim.port_queue_config("leaf0", 0)["device_queue"]
+
+
+def test_a_timed_flow_still_running_has_no_ideal_time_yet():
+    sim = Simulation(Topology.ring(3, 1))
+    sim.add_bulk_flow(0, 1, "1s", transport="tcp")
+    sim.add_tcp_flow(0, 2, "10KB", transport="tcp")
+    sim.run("10ms")
+    times = flow_times(sim)
+    assert times["ideal_ps"][0] == -1 and np.isnan(times["slowdown"][0])
+    assert times["ideal_ps"][1] > 0 and times["slowdown"][1] >= 1

@@ -46,7 +46,7 @@ def topologies() -> dict[str, Topology]:
         "ring": Topology.ring(5, 2, link, link),
         "mesh": Topology.mesh(5, 1, link, link),
         "fat_tree": Topology.fat_tree(4, link, link),
-        "paper_mesh": study.mesh_topology()[0],
+        "paper_mesh": study.study_network("1a", 1, 20.0)[0].topology,
     }
 
 

@@ -26,12 +26,12 @@ def test_no_configuration_wins_every_objective():
 
 def test_studies_are_discovered_and_each_exposes_the_interface():
     found = studies.available()
-    assert {"nosilverbullet", "ofpt", "ibcn"} <= set(found)
+    assert {"nosilverbullet", "ofpt", "ibcn", "diolkos"} <= set(found)
     for name, module in found.items():
         assert name == module.NAME and module.TITLE
         assert callable(module.run) and callable(module.table)
     with pytest.raises(
-        ValueError, match="unknown study 'silver'; available: ibcn, nosilverbullet, ofpt"
+        ValueError, match="unknown study 'silver'; available: diolkos, ibcn, nosilverbullet, ofpt"
     ):
         studies.study("silver")
 
@@ -49,7 +49,7 @@ def test_reproduce_prints_the_table_and_claims_and_writes_json(tmp_path):
     assert data["claims"][0]["holds"] is True
     assert set(data["results"]["per_seed"]["1"]) == set(nsb.CONFIGURATIONS)
     missing = CliRunner().invoke(app, ["reproduce", "silver"])
-    assert missing.exit_code == 2 and "available: ibcn, nosilverbullet, ofpt" in missing.output
+    assert missing.exit_code == 2 and "available: diolkos, ibcn, nosilverbullet, ofpt" in missing.output
     listed = CliRunner().invoke(app, ["studies"])
     assert listed.exit_code == 0 and "nosilverbullet" in listed.output
 

@@ -44,7 +44,10 @@ def flow_times(sim: Simulation) -> dict[str, np.ndarray]:
     rates = access_rates(sim)[flows["src"]] if len(fct) else np.zeros(0)
     ideal = flows["size_bytes"] * 8 / rates * PS_PER_SECOND + base
     slowdown = np.where(finished, fct / ideal, np.nan)
-    return {"fct_ps": fct, "ideal_ps": np.round(ideal).astype(np.int64), "slowdown": slowdown}
+    # A timed (iperf-like) flow has no size until its time is up: no ideal yet either.
+    known = ideal < 2.0**62
+    ideal_ps = np.where(known, np.round(np.where(known, ideal, 0)), -1).astype(np.int64)
+    return {"fct_ps": fct, "ideal_ps": ideal_ps, "slowdown": slowdown}
 
 
 def nearest_rank(sorted_values: np.ndarray, q: float) -> float | None:

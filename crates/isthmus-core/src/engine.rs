@@ -1353,6 +1353,11 @@ impl Engine {
         self.flows.iter().map(|f| &f.record)
     }
 
+    /// Flow `id`'s record (None for an id no flow has).
+    pub fn flow_record(&self, id: u32) -> Option<&FlowRecord> {
+        self.flows.get(id as usize).map(|f| &f.record)
+    }
+
     /// Each flow's (source port, destination port, subflows, datagram): an MPTCP
     /// connection's subflow i sends from source port + 1000 i, every other flow has one
     /// subflow; datagram flows (UDP, BCN) are streams without retransmission.

@@ -197,6 +197,17 @@ impl Engine {
         for (time, event) in self.inner.take_control_events() {
             c.push(time, event);
         }
+        // A flow arrival carries its flow's endpoints and size (in `bytes`), so the
+        // control plane need not read the whole flows table to describe it.
+        for i in 0..c.kind.len() {
+            if c.kind[i] == FLOW_ARRIVAL {
+                if let Some(record) = self.inner.flow_record(c.flow[i]) {
+                    c.src[i] = record.src;
+                    c.dst[i] = record.dst;
+                    c.bytes[i] = record.size;
+                }
+            }
+        }
         dict_of(
             py,
             vec![

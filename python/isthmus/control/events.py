@@ -73,7 +73,7 @@ class FlowCrossing(NamedTuple):
 Event = Tick | PacketIn | FlowArrival | FlowFinished | EntryRemoved | FlowCrossing
 
 
-def decode(columns: dict[str, np.ndarray], flows: dict[str, np.ndarray]) -> list[Event]:
+def decode(columns: dict[str, np.ndarray]) -> list[Event]:
     """The batch's events in the order they happened."""
     events: list[Event] = []
     c = {name: col.tolist() for name, col in columns.items()}
@@ -96,12 +96,7 @@ def decode(columns: dict[str, np.ndarray], flows: dict[str, np.ndarray]) -> list
                 )
             )
         elif kind == FLOW_ARRIVAL:
-            f = c["flow"][i]
-            events.append(
-                FlowArrival(
-                    time, f, int(flows["src"][f]), int(flows["dst"][f]), int(flows["size_bytes"][f])
-                )
-            )
+            events.append(FlowArrival(time, c["flow"][i], c["src"][i], c["dst"][i], c["bytes"][i]))
         elif kind == FLOW_CROSSING:
             events.append(
                 FlowCrossing(time, c["switch"][i], c["flow"][i], c["src"][i], c["in_port"][i])

@@ -27,7 +27,6 @@ import networkx as nx
 import numpy as np
 
 from isthmus.control.events import (
-    FLOW_ARRIVAL,
     EntryRemoved,
     FlowArrival,
     FlowCrossing,
@@ -433,7 +432,9 @@ class SwitchHandle:
         return entry
 
     def delete(self, entry: int) -> None:
-        if entry not in self.entries()["entry"]:
+        # Its own entries it knows without reading the table (an install still on its
+        # way is applied before this delete: commands keep their order).
+        if entry not in self.__installed and entry not in self.entries()["entry"]:
             raise ValueError(f"entry {entry} is not on switch '{self.name}'")
         self.__plane._engine_call("delete_entry", 0, self.__switch, entry)
 
@@ -624,8 +625,7 @@ class ControlPlane:
         return engine.unfinished_flows == 0
 
     def _dispatch(self, columns: dict[str, np.ndarray]) -> None:
-        flows = self.sim.flows() if np.any(columns["kind"] == FLOW_ARRIVAL) else {}
-        for event in decode(columns, flows):
+        for event in decode(columns):
             if isinstance(event, Tick):
                 callback, periodic = self._timers[event.timer]
                 if not periodic:

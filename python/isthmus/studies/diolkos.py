@@ -218,82 +218,75 @@ PAPER = {
     "2b": {"dense": 7.88, "ewma": 6.02, "base": 4.92},
 }
 STUDIES = {
-    "1a": {"topology": "mesh", "rates": (10, 20, 10), "alpha": 0.01, "control": "partial"},
-    "1b": {"topology": "mesh", "rates": (100, 200, 100), "alpha": 0.005, "control": "full"},
-    "2a": {"topology": "ring", "rates": (10,), "alpha": 0.01, "control": "full"},
-    "2b": {"topology": "ring", "rates": (100,), "alpha": 0.02, "control": "full"},
+    "1a": {"scenario": "diolkos-mesh", "rates": [10, 20, 10], "alpha": 0.01, "control": "partial"},
+    "1b": {"scenario": "diolkos-mesh", "rates": [100, 200, 100], "alpha": 0.005, "control": "full"},
+    "2a": {"scenario": "diolkos-ring", "rates": [10], "alpha": 0.01, "control": "full"},
+    "2b": {"scenario": "diolkos-ring", "rates": [100], "alpha": 0.02, "control": "full"},
 }
 SCHEMES = ("base", "ewma", "dense")
-FULL = {"gather_s": CYCLE_S, "measure_s": CYCLE_S, "studies": tuple(STUDIES), "surge_s": 300.0}
-QUICK = {"gather_s": 100.0, "measure_s": 60.0, "studies": ("1a", "2a"), "surge_s": 120.0}
+FULL = {
+    "gather_s": CYCLE_S,
+    "measure_s": CYCLE_S,
+    "studies": tuple(STUDIES),
+    "surge_s": 300.0,
+    "table1_s": 4 * CYCLE_S,
+    "table1_epochs": 100,
+}
+QUICK = {
+    "gather_s": 100.0,
+    "measure_s": 60.0,
+    "studies": ("1a", "2a"),
+    "surge_s": 120.0,
+    "table1_s": CYCLE_S,
+    "table1_epochs": 5,
+}
 
 
-def mesh_topology() -> tuple[Topology, list[str]]:
-    """The paper's Fig. 3 as we reconstruct it (the figure is not in the text we have):
+def _bundled(name: str):
+    from importlib import resources
 
-                           H1
-                           | 100 Mb/s
-                           S1
-              +---------+--+------+---------+
-             T1a       T2a       T3a       T4a      every link below S1: 40 Mb/s
-              |         |         |         |
-             T1b ----- T2b ----- T3b ----- T4b      the lower halves in a full mesh
-              |         |                           (T1b-T3b, T1b-T4b, T2b-T4b too)
-              H2        H3
+    from isthmus.scenario import load_scenario
 
-    Each Tofino is a pair of switches (a, b). Returns the topology and the Tofinos'
-    switches (partial control runs Diolkos on those only)."""
-    hundred, forty = Link("100Mbps", "50us"), Link("40Mbps", "50us")
-    tofinos = [f"t{k}{half}" for k in range(1, 5) for half in "ab"]
-    links = [("h1", "s1", hundred), ("h2", "t1b", forty), ("h3", "t2b", forty)]
-    for k in range(1, 5):
-        links += [("s1", f"t{k}a", forty), (f"t{k}a", f"t{k}b", forty)]
-    links += [(f"t{i}b", f"t{j}b", forty) for i in range(1, 5) for j in range(i + 1, 5)]
-    return Topology.custom(["h1", "h2", "h3"], ["s1", *tofinos], links), tofinos
+    folder = Path(str(resources.files("isthmus") / "scenarios"))
+    return load_scenario(folder / f"{name}.toml"), folder
 
 
-def ring_topology() -> tuple[Topology, list[str]]:
-    """The paper's Fig. 4 as we reconstruct it: five Tofinos in a ring, 100 Mb/s links.
-
-                 R0 -- H1
-                /  \\
-              R4    R1
-               |     |
-              R3 -- R2
-              |      |
-              H3     H2
-    """
-    hundred = Link("100Mbps", "50us")
-    ring = [f"r{i}" for i in range(5)]
-    links = [(ring[i], ring[(i + 1) % 5], hundred) for i in range(5)]
-    links += [("h1", "r0", hundred), ("h2", "r2", hundred), ("h3", "r3", hundred)]
-    return Topology.custom(["h1", "h2", "h3"], ring, links), ring
-
-
-def arrivals(rates: tuple[float, ...], begin_s: float, end_s: float, seed: int) -> np.ndarray:
-    """Flow start times (s) of a Poisson process whose rate follows `rates` over equal
-    parts of every CYCLE_S cycle."""
-    rng = np.random.default_rng([seed, 7])
-    part = CYCLE_S / len(rates)
-    starts, t = [], begin_s
-    while True:
-        t += rng.exponential(1.0 / rates[int((t % CYCLE_S) // part)])
-        if t >= end_s:
-            return np.array(starts)
-        starts.append(t)
+def study_network(study: str, seed: int, seconds: float) -> tuple[Simulation, list[str], list[str]]:
+    """Study `study`'s network and flows for `seconds`, without control: the bundled
+    scenario (diolkos-mesh: the paper's Fig. 3 as we reconstruct it; diolkos-ring:
+    Fig. 4; ASCII art in each) with the study's arrival rates, its flows arriving until
+    FLOW_S before the end. Returns the simulation, the switches its Diolkos app runs on
+    in the file (partial control) and every switch."""
+    spec = STUDIES[study]
+    scenario, folder = _bundled(spec["scenario"])
+    window = seconds - FLOW_S
+    cycles = max(1, round(window / CYCLE_S))
+    traffic = [
+        block.model_copy(
+            update={
+                # Two blocks (to H1, from H1) share the network-wide rate.
+                "arrivals": block.arrivals.model_copy(
+                    update={"flows_per_second": [r / 2 for r in spec["rates"]] * cycles}
+                ),
+                "stop": f"{window}s",
+            }
+        )
+        for block in scenario.traffic
+    ]
+    assert scenario.control is not None
+    (app,) = [a for a in scenario.control.apps if a.name == "diolkos"]
+    bare = scenario.model_copy(update={"traffic": traffic, "control": None})
+    sim = bare.build(seed=seed, base=folder)
+    nodes = sim.topology.nodes()
+    switches = [n for n, k in zip(nodes["name"], nodes["kind"], strict=True) if k == "switch"]
+    return sim, list(app.switches or switches), switches
 
 
 def paper_run(study: str, scheme: str, seed: int, gather_s: float, measure_s: float) -> dict:
     spec = STUDIES[study]
-    topology, tofinos = mesh_topology() if spec["topology"] == "mesh" else ring_topology()
-    sim = Simulation(topology, seed=seed, tcp=TcpParams.for_profile("linux"))
     end_s = gather_s + measure_s
-    starts = arrivals(spec["rates"], 0.0, end_s - FLOW_S, seed)
-    directions = np.random.default_rng([seed, 11]).integers(0, 4, len(starts))
-    pairs = [(1, 0), (0, 1), (2, 0), (0, 2)]  # H2->H1, H1->H2, H3->H1, H1->H3
-    for start, direction in zip(starts, directions, strict=True):
-        src, dst = pairs[direction]
-        sim.add_bulk_flow(src, dst, f"{FLOW_S}s", start=int(start * PS), transport="cubic")
+    sim, tofinos, _ = study_network(study, seed, end_s)
+    topology = sim.topology
     plane = ControlPlane(sim, control_latency="100us")
     agents: list = []
     if scheme == "base":
@@ -325,7 +318,7 @@ def paper_run(study: str, scheme: str, seed: int, gather_s: float, measure_s: fl
         "study": study,
         "scheme": scheme,
         "seed": seed,
-        "flows": int(len(starts)),
+        "flows": int(sim.num_flows),
         "per_port_mbytes": float(tx[on_switch].mean() / window / 1e6),
         "goodput_mbps": float(tx[on_switch & to_host].sum() * 8 / window / 1e6),
         "failed_flows": int(np.sum(measured & (flows["first_delivery_ps"] == 0))),
@@ -339,22 +332,106 @@ def paper_run(study: str, scheme: str, seed: int, gather_s: float, measure_s: fl
     }
 
 
+# ---- 3. the paper's Table 1 on our data -----------------------------------------------
+
+TABLE1_MODELS = {
+    "Dense 0 HL": ("dense", {"hidden_layers": 0}),
+    "Dense 1 HL": ("dense", {"hidden_layers": 1}),
+    "GRU 1 HL": ("gru", {"layers": 1}),
+    "GRU 2 HL": ("gru", {"layers": 2}),
+    "SimpleRNN": ("rnn", {}),
+    "EWMA": ("ewma", {}),
+    "Holt-Winters": ("holt_winters", {}),
+}
+TABLE1_TRACES = ("cortez-eu-5min", "jiang-hourly")
+
+
+def port_traces(seed: int, seconds: float) -> dict[str, np.ndarray]:
+    """Every switch's port-throughput rows (r_c 1 s) of study 1a under default routing:
+    each switch's ReplayDB, filled by Diolkos agents that never reach training."""
+    sim, _, switches = study_network("1a", seed, seconds)
+    plane = ControlPlane(sim, control_latency="100us")
+    agents = plane.add_agents(Diolkos, switches, model="ewma", train_after=10**9)
+    plane.run(f"{seconds}s")
+    return {a.switch.name: a.replay.values for a in agents}
+
+
+def _table1_factory(kind: str, options: dict, epochs: int):
+    from functools import partial
+
+    from isthmus.predict.models import MODELS, NEURAL
+
+    extra = {"epochs": epochs} if kind in NEURAL else {}
+    return partial(MODELS[kind], **options, **extra)
+
+
+def _score_rows(data: np.ndarray, targets: list[int] | None, epochs: int, smoothing) -> dict:
+    from isthmus.predict import score
+
+    result = score(
+        data,
+        [_table1_factory(k, o, epochs) for k, o in TABLE1_MODELS.values()],
+        window=5,
+        targets=targets,
+        smoothing=smoothing,
+    )
+    return dict(zip(TABLE1_MODELS, result["models"].values(), strict=True))
+
+
+def table1_simulated(seed: int, seconds: float, epochs: int) -> dict[str, dict[str, dict]]:
+    """{model: {"s1 A": scores, ...}}: each Table 1 model forecasting the busiest port of
+    switches s1 and t1b one step ahead from 5 rows (moving average 75), reading every
+    port of the switch (A) or the port alone (I)."""
+    out: dict[str, dict[str, dict]] = {label: {} for label in TABLE1_MODELS}
+    traces = port_traces(seed, seconds)
+    for switch in ("s1", "t1b"):
+        rows = traces[switch]
+        busiest = int(np.argmax(rows.mean(axis=0)))
+        for mode, data, targets in (("A", rows, [busiest]), ("I", rows[:, [busiest]], None)):
+            for label, scores in _score_rows(data, targets, epochs, 75).items():
+                out[label][f"{switch} {mode}"] = scores
+    return out
+
+
+def table1_real(epochs: int) -> dict[str, dict[str, dict]]:
+    """The same models on the shipped real link traces (one series each: I only)."""
+    from isthmus.predict import load_trace
+
+    out: dict[str, dict[str, dict]] = {label: {} for label in TABLE1_MODELS}
+    for name in TABLE1_TRACES:
+        for label, scores in _score_rows(load_trace(name), None, epochs, None).items():
+            out[label][name] = scores
+    return out
+
+
 def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
     settings = QUICK if quick else FULL
     jobs = [(s, scheme) for s in settings["studies"] for scheme in SCHEMES]
-    total = len(jobs) * len(seeds) + 1
+    total = len(jobs) * len(seeds) + len(seeds) + 2
     results: dict = {"quick": quick, "seeds": seeds, "settings": settings, "runs": []}
-    if on_progress is not None:
-        on_progress(0, total, "surge experiment")
+    done = 0
+
+    def step(label: str) -> None:
+        nonlocal done
+        if on_progress is not None:
+            on_progress(done, total, label)
+        done += 1
+
+    step("surge experiment")
     results["surge"] = surge(seeds, settings["surge_s"], settings["surge_s"])
-    done = 1
+    step("Table 1 on the real traces")
+    results["table1_real"] = table1_real(settings["table1_epochs"])
+    results["table1_simulated"] = []
     for seed in seeds:
+        step(f"Table 1 on simulated ports, seed {seed}")
+        results["table1_simulated"].append(
+            table1_simulated(seed, settings["table1_s"], settings["table1_epochs"])
+        )
         for study, scheme in jobs:
-            if on_progress is not None:
-                on_progress(done, total, f"study {study}, {scheme}, seed {seed}")
-            run_result = paper_run(study, scheme, seed, settings["gather_s"], settings["measure_s"])
-            results["runs"].append(run_result)
-            done += 1
+            step(f"study {study}, {scheme}, seed {seed}")
+            results["runs"].append(
+                paper_run(study, scheme, seed, settings["gather_s"], settings["measure_s"])
+            )
     if on_progress is not None:
         on_progress(total, total, "done")
     return results
@@ -363,6 +440,28 @@ def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
 def _interval(values: list[float], digits: int = 2) -> str:
     mean, half = mean_interval(values)
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
+
+
+def _table1_notes(results: dict) -> list[str]:
+    """Table 1 as lines: MAE ± SDAE (%) per model and data set (simulated ports: the
+    mean over seeds of each)."""
+    simulated = results["table1_simulated"]
+    lines = [
+        "Table 1 (MAE ± SDAE of the absolute relative error, %, 1 step ahead from 5 rows; "
+        "s1 / t1b: the busiest port of that switch in study 1a, read with every port of "
+        "the switch (A) or alone (I), moving average 75; then the shipped real traces):"
+    ]
+    for label in TABLE1_MODELS:
+        cells = []
+        for column in ("s1 A", "s1 I", "t1b A", "t1b I"):
+            mae = np.mean([r[label][column]["mae_pct"] for r in simulated])
+            sdae = np.mean([r[label][column]["sdae_pct"] for r in simulated])
+            cells.append(f"{column} {mae:.1f} ± {sdae:.1f}")
+        for name in TABLE1_TRACES:
+            real = results["table1_real"][label][name]
+            cells.append(f"{name} {real['mae_pct']:.1f} ± {real['sdae_pct']:.1f}")
+        lines.append(f"  {label}: " + "; ".join(cells))
+    return lines
 
 
 def table(results: dict):
@@ -414,8 +513,6 @@ def table(results: dict):
                 )
             )
     claims.append(Claim("No forwarding loop ever forms", loops == 0, f"{loops} TTL drops"))
-    train = [s for r in runs for s in r["train_s"]]
-    inference = [s for r in runs for s in r["inference_s"]]
     settings = results["settings"]
     notes = [
         f"Mean ± 95 % t-interval over {len(results['seeds'])} seed(s). Per-port: mean over "
@@ -426,12 +523,17 @@ def table(results: dict):
         f"{settings['measure_s']:.0f} s measured; r_c 1 s, BS 5, N 1, O 1, moving "
         "average 75, Dense with one hidden layer of 32, trained online on each switch.",
     ]
+    dense = [r for r in runs if r["scheme"] == "dense"]
+    train = [s for r in dense for s in r["train_s"]]
+    inference = [s for r in dense for s in r["inference_s"]]
     if train:
         notes.append(
-            f"Training per switch: median {np.median(train):.2f} s, max {np.max(train):.2f} s "
-            "(paper: 130 s); batched inference per decision round, all switches: median "
-            f"{np.median(inference) * 1e3:.2f} ms (paper: 0.2 s)."
+            f"Dense training per switch: median {np.median(train):.2f} s, max "
+            f"{np.max(train):.2f} s (paper: 130 s); batched inference per decision round, "
+            f"all switches at once: median {np.median(inference) * 1e3:.2f} ms, 99th "
+            f"percentile {np.percentile(inference, 99) * 1e3:.2f} ms (paper: 0.2 s)."
         )
+    notes += _table1_notes(results)
     return StudyTable(
         title="Diolkos: throughput with per-switch forecasts (surge goodput in Mb/s)",
         columns=[

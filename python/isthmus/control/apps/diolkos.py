@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from isthmus.control.events import EntryRemoved
 from isthmus.control.forecasts import SERVICE_KEY, ForecastService
 from isthmus.control.loop_free import allowed_ports
 from isthmus.control.plane import SwitchAgent, SwitchHandle
@@ -148,6 +149,7 @@ class Diolkos(SwitchAgent):
         self._samples = 0
         self._moved: dict[tuple[int, int], tuple[int, int, int]] = {}
         """(flow, dst) -> (entry, port, time moved), for the flows this switch moved."""
+        self._moved_by_entry: dict[int, tuple[int, int]] = {}
         self._pinned: set[tuple[int, int]] = set()
 
     # ---- lifecycle ---------------------------------------------------------------------
@@ -244,56 +246,51 @@ class Diolkos(SwitchAgent):
 
     def _move_flows(self, scores: np.ndarray, idle: np.ndarray) -> None:
         flows = self.switch.flows()
-        since = self.now - self.round_steps * self.period
-        active = np.flatnonzero(flows["last_ps"] >= since)
-        for i in active:
-            key = (int(flows["flow"][i]), int(flows["dst"][i]))
+        active = flows["last_ps"] >= self.now - self.round_steps * self.period
+        dst = flows["dst"][active].astype(np.int64)
+        in_port = flows["in_port"][active].astype(np.int64)
+        current = flows["out_port"][active].astype(np.int64)
+        ports = np.arange(len(scores))
+        # Every active flow direction at once: its candidates, the best of them, a draw.
+        candidates = self._allowed[:, dst].T & (ports[None, :] != in_port[:, None])
+        top = np.where(candidates, scores[None, :], -np.inf).max(axis=1)
+        best = candidates & (idle[None, :] | (scores[None, :] >= top[:, None]))
+        count = best.sum(axis=1)
+        pick = np.floor(self.random.random(len(dst)) * count)
+        choice = np.argmax(best.cumsum(axis=1) > pick[:, None], axis=1)
+        moving = (count > 0) & (choice != current)
+        # A best-scored port that would close a loop was passed over for the next best.
+        self.stats.loop_fallbacks += int(np.sum(moving & (scores.max() > top)))
+        flow_ids = flows["flow"][active]
+        last = flows["last_ps"][active]
+        for i in np.flatnonzero(moving):
+            key = (int(flow_ids[i]), int(dst[i]))
             if key in self._pinned:
                 continue
-            current = int(flows["out_port"][i])
             moved = self._moved.get(key)
-            if moved is not None and moved[1] != current and int(flows["last_ps"][i]) > moved[2]:
+            if moved is not None and moved[1] != current[i] and int(last[i]) > moved[2]:
                 # Its packets still leave by another port: a higher-priority entry
                 # holds the flow there, which is not this switch's to override.
                 self._pinned.add(key)
                 self.stats.pinned += 1
                 continue
-            self._choose(key, current, int(flows["in_port"][i]), scores, idle)
+            self._move(key, int(choice[i]), moved)
 
-    def _choose(
-        self,
-        key: tuple[int, int],
-        current: int,
-        in_port: int,
-        scores: np.ndarray,
-        idle: np.ndarray,
-    ) -> None:
-        candidates = self._allowed[:, key[1]].copy()
-        candidates[in_port] = False
-        if not candidates.any():
-            return
-        top = scores[candidates].max()
-        best = candidates & (idle | (scores >= top))
-        if scores.max() > top:
-            # The best-scored port would close a loop; the next best loop-free one goes.
-            self.stats.loop_fallbacks += 1
-        choice = int(self.random.choice(np.flatnonzero(best)))
-        if choice == current:
-            return
-        previous = self._moved.get(key)
-        if previous is not None and previous[0] in self.switch.installed():
+    def _move(self, key: tuple[int, int], port: int, previous: tuple | None) -> None:
+        if previous is not None and previous[0] in self._moved_by_entry:
             self.switch.delete(previous[0])
         entry = self.switch.install(
             self.priority,
             flow=key[0],
             dst=key[1],
-            output=choice,
+            output=port,
             idle_timeout=self.idle_timeout,
         )
-        self._moved[key] = (entry, choice, self.now)
+        self._moved[key] = (entry, port, self.now)
+        self._moved_by_entry[entry] = key
         self.stats.moves += 1
 
-    def on_entry_removed(self, event) -> None:
-        for key, (entry, _, _) in list(self._moved.items()):
-            if entry == event.entry:
-                del self._moved[key]
+    def on_entry_removed(self, event: EntryRemoved) -> None:
+        key = self._moved_by_entry.pop(event.entry, None)
+        if key is not None and self._moved.get(key, (None,))[0] == event.entry:
+            del self._moved[key]
