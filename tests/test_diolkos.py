@@ -13,28 +13,18 @@ from isthmus.control.apps.diolkos import Diolkos
 from isthmus.control.forecasts import SERVICE_KEY, ForecastService
 from isthmus.control.loop_free import allowed_ports, hops_via_ports, node_host_distances
 from isthmus.control.portmap import PortMap
-from isthmus.predict import Dense, Ewma, Forecaster
+from isthmus.predict import Dense, Ewma, StatelessForecaster
 from isthmus.studies import diolkos as study
 
 
-class RandomScores(Forecaster):
+class RandomScores(StatelessForecaster):
     """Forecasts noise: the worst a model can do, to stress the loop-free rule."""
 
     kind = "random"
 
     def __init__(self, **options):
-        options.update(scaling=None, smoothing=None)
         super().__init__(**options)
         self.random = np.random.default_rng(5)
-
-    def _fit(self, data):
-        pass
-
-    def _observe(self, rows):
-        pass
-
-    def _restart(self, rows):
-        pass
 
     def _forecast(self, lead, horizon):
         return self.random.random((horizon, self._width))
@@ -201,3 +191,19 @@ def test_a_forecast_that_sees_the_surge_coming_beats_one_that_reacts(tmp_path):
     changes = (duration - 20) / study.SURGE_PHASE_S
     assert changes - 2 <= agents["oracle"].stats.moves - 2 <= changes + 2
     assert agents["oracle"].stats.pinned == 2
+
+
+@pytest.mark.parametrize("name", ["diolkos-mesh", "diolkos-ring"])
+def test_the_bundled_diolkos_scenarios_run_loop_free(scenario_path, name):
+    from isthmus import load_scenario
+
+    scenario = load_scenario(scenario_path(name))
+    short = scenario.model_copy(update={"run": scenario.run.model_copy(update={"duration": "40s"})})
+    sim = short.build()
+    agents = list(sim.control_plane.agents.values())
+    assert agents and all(isinstance(a, Diolkos) for a in agents)
+    assert all(a.train_after == 380 and a.alpha == 0.01 for a in agents)
+    short.execute(sim)
+    assert int(sim.node_drops()["ttl_drops"].sum()) == 0
+    assert sim.num_flows > 300  # 10 flows/s or more over 40 s
+    assert all(a.stats.untrained_rounds == a.stats.rounds > 0 for a in agents)

@@ -9,26 +9,17 @@ import pytest
 from isthmus import Link, Simulation, Topology
 from isthmus.control import ControlPlane
 from isthmus.control.apps.ibcn import REPLY_BYTES, REQUEST_BYTES, Ibcn
-from isthmus.predict import Forecaster
+from isthmus.predict import StatelessForecaster
 
 
-class Fixed(Forecaster):
+class Fixed(StatelessForecaster):
     """Forecasts the same queue for every point, whatever it observes."""
 
     kind = "fixed"
 
     def __init__(self, value: float, **options):
-        super().__init__(scaling=None, **options)
+        super().__init__(**options)
         self.value = value
-
-    def _fit(self, data):
-        pass
-
-    def _observe(self, rows):
-        pass
-
-    def _restart(self, rows):
-        pass
 
     def _forecast(self, lead, horizon):
         return np.full((horizon, len(self.targets)), self.value)

@@ -49,7 +49,10 @@ def test_reproduce_prints_the_table_and_claims_and_writes_json(tmp_path):
     assert data["claims"][0]["holds"] is True
     assert set(data["results"]["per_seed"]["1"]) == set(nsb.CONFIGURATIONS)
     missing = CliRunner().invoke(app, ["reproduce", "silver"])
-    assert missing.exit_code == 2 and "available: diolkos, ibcn, nosilverbullet, ofpt" in missing.output
+    assert (
+        missing.exit_code == 2
+        and "available: diolkos, ibcn, nosilverbullet, ofpt" in missing.output
+    )
     listed = CliRunner().invoke(app, ["studies"])
     assert listed.exit_code == 0 and "nosilverbullet" in listed.output
 

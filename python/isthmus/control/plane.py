@@ -134,19 +134,9 @@ class Controller(_Program):
         return self._plane.paths.k_shortest(src, dst, k)
 
     def shared(self, key: str, factory: Callable[[], Any]) -> Any:
-        """The service registered under `key`, made by `factory()` the first time. The
-        sanctioned way for agents to share something without sharing views: a service
-        is handed each agent's own `SwitchHandle` and must keep its answers per switch
-        (e.g. one forward pass of a model for every switch, each switch reading back
-        only its own rows)."""
-        if key not in self._services:
-            self._services[key] = factory()
-        return self._services[key]
-
-    def _hops_via(self, switch: int) -> np.ndarray:
-        if self._host_distances is None:
-            self._host_distances = node_host_distances(self.ports)
-        return hops_via_ports(self.ports, self._host_distances, switch)
+        """The plane's service under `key` (see `ControlPlane.shared`): e.g. the
+        `ForecastService` a controller pushes centrally trained models through."""
+        return self._plane.shared(key, factory)
 
     def set_miss(self, switch: int | str, miss: str) -> None:
         """What `switch` does on a table miss: "route" (default shortest-path routing),

@@ -21,7 +21,12 @@ history, updated online, asked for horizon × targets values `lead` steps ahead.
 
 from isthmus.predict.arar import Arar
 from isthmus.predict.arma import Arma
-from isthmus.predict.base import Forecaster, SeriesModel, UnivariateForecaster
+from isthmus.predict.base import (
+    Forecaster,
+    SeriesModel,
+    StatelessForecaster,
+    UnivariateForecaster,
+)
 from isthmus.predict.ewma import Ewma
 from isthmus.predict.holt_winters import HoltWinters
 from isthmus.predict.linear import LinearFit
@@ -72,6 +77,7 @@ __all__ = [
     "SeriesModel",
     "SkipLstm",
     "Split",
+    "StatelessForecaster",
     "UnivariateForecaster",
     "Windowing",
     "average_relative_error",

@@ -211,6 +211,25 @@ class Forecaster(ABC):
         return 1
 
 
+class StatelessForecaster(Forecaster):
+    """A forecaster that learns nothing and keeps no state, for oracles and fixed
+    references (a forecast from a known schedule, a constant): it implements only
+    _forecast. Reads raw rows (no scaling, no smoothing)."""
+
+    def __init__(self, **options: Any) -> None:
+        options.update(scaling=None, smoothing=None)
+        super().__init__(**options)
+
+    def _fit(self, data: np.ndarray) -> None:
+        """Nothing to learn."""
+
+    def _observe(self, rows: np.ndarray) -> None:
+        """No state to advance."""
+
+    def _restart(self, rows: np.ndarray) -> None:
+        """No state to rebuild."""
+
+
 class SeriesModel(Protocol):
     """One univariate model: the unit a per-target forecaster runs once per column."""
 

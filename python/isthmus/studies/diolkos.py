@@ -39,7 +39,7 @@ from isthmus.control import ControlPlane
 from isthmus.control.apps.diolkos import Diolkos
 from isthmus.control.apps.l2_learning import L2Learning
 from isthmus.control.forecasts import SERVICE_KEY, ForecastService
-from isthmus.predict.base import Forecaster
+from isthmus.predict.base import Forecaster, StatelessForecaster
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
 from isthmus.transport import TcpParams
@@ -75,7 +75,7 @@ def _write_surge_trace(path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-class ScheduleOracle(Forecaster):
+class ScheduleOracle(StatelessForecaster):
     """Forecasts A's ports from the known capacity schedule: P's mean capacity over
     each forecast step, Q's steady rate, nothing elsewhere (the ranking is all a
     decision reads). Reads the simulation's clock, which no real forecaster can."""
@@ -83,18 +83,8 @@ class ScheduleOracle(Forecaster):
     kind = "oracle"
 
     def __init__(self, sim: Simulation, p_port: int, q_port: int, **options) -> None:
-        options.update(smoothing=None, scaling=None)
         super().__init__(**options)
         self.sim, self.p_port, self.q_port = sim, p_port, q_port
-
-    def _fit(self, data: np.ndarray) -> None:
-        """Nothing to learn."""
-
-    def _observe(self, rows: np.ndarray) -> None:
-        """No state: the schedule is known."""
-
-    def _restart(self, rows: np.ndarray) -> None:
-        """No state: the schedule is known."""
 
     def _forecast(self, lead: int, horizon: int) -> np.ndarray:
         now = self.sim.now / PS
