@@ -207,3 +207,67 @@ def test_the_bundled_diolkos_scenarios_run_loop_free(scenario_path, name):
     assert int(sim.node_drops()["ttl_drops"].sum()) == 0
     assert sim.num_flows > 300  # 10 flows/s or more over 40 s
     assert all(a.stats.untrained_rounds == a.stats.rounds > 0 for a in agents)
+
+
+def test_a_short_study_run_measures_within_the_links():
+    result = study.paper_run("2a", "ewma", 1, 30.0, 20.0)
+    # The ring's links are 100 Mb/s: no switch port sends more, and hosts receive at
+    # most their three links' worth.
+    assert 0 < result["per_port_mbytes"] <= 100e6 / 8 / 1e6
+    assert 0 < result["goodput_mbps"] <= 300
+    assert result["loops"] == 0 and result["failed_flows"] == 0
+    assert result["flows"] > 150  # 10 flows/s over 40 s
+
+
+def test_the_study_table_states_each_claim_from_the_numbers():
+    def runs(study_name, per_port):
+        return [
+            {
+                "study": study_name,
+                "scheme": scheme,
+                "per_port_mbytes": value + 0.01 * seed,
+                "goodput_mbps": 100.0,
+                "failed_flows": 0,
+                "drops": 0,
+                "loops": 0,
+                "moves": 0,
+                "train_s": [0.5] if scheme == "dense" else [],
+                "inference_s": [0.0003] if scheme == "dense" else [],
+            }
+            for scheme, value in per_port.items()
+            for seed in range(3)
+        ]
+
+    model_scores = {"mae_pct": 1.0, "sdae_pct": 2.0}
+    results = {
+        "seeds": [1, 2, 3],
+        "settings": {
+            "studies": ("1a", "2a"),
+            "schemes": ("base", "ewma", "dense"),
+            "gather_s": 380,
+            "measure_s": 380,
+        },
+        "surge": {
+            "static": [20.0] * 3,
+            "ewma": [25.0] * 3,
+            "dense": [29.0] * 3,
+            "oracle": [30.0] * 3,
+        },
+        "runs": runs("1a", {"base": 1.9, "ewma": 2.0, "dense": 2.0})
+        + runs("2a", {"base": 5.8, "ewma": 6.2, "dense": 6.7}),
+        "table1_simulated": [
+            {
+                label: dict.fromkeys(("s1 A", "s1 I", "t1b A", "t1b I"), model_scores)
+                for label in study.TABLE1_MODELS
+            }
+        ],
+        "table1_real": {
+            label: dict.fromkeys(study.TABLE1_TRACES, model_scores) for label in study.TABLE1_MODELS
+        },
+    }
+    table = study.table(results)
+    holds = {claim.statement.split(":")[0]: claim.holds for claim in table.claims}
+    assert holds["Forecasts move flows before the change (surge"]
+    assert not holds["1a"] and holds["2a"]
+    assert holds["No forwarding loop ever forms"]
+    assert any(row[0] == "2a | dense" and row[2] == "3.73" for row in table.rows)
