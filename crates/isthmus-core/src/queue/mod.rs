@@ -851,21 +851,30 @@ impl PortQueue {
         out
     }
 
-    /// Replaces the AQMs (the port's and any per-class ones) with fresh instances of
-    /// `config`'s, keeping the packets where they are.
+    /// Gives each queue the AQM of the new settings (the port's and any per-class ones),
+    /// keeping the packets where they are. A queue whose AQM settings do not change keeps
+    /// its AQM's state (CoDel's drop schedule, RED's average): tuning one class's marking
+    /// disturbs no other class.
     pub fn set_aqm(&mut self, aqm: AqmConfig, class_aqm: Vec<Option<AqmConfig>>) {
-        self.config.aqm = aqm;
-        self.config.class_aqm = class_aqm;
+        let new = QueueConfig {
+            aqm,
+            class_aqm,
+            ..self.config.clone()
+        };
+        let old = std::mem::replace(&mut self.config, new);
         let config = &self.config;
+        let renew = |aqm: &mut Aqm, class: usize| {
+            if old.aqm_of(class) != config.aqm_of(class) {
+                *aqm = Aqm::new(config.aqm_of(class).clone());
+            }
+        };
         match &mut self.state {
             State::Classes { queues, .. } => queues
                 .iter_mut()
                 .enumerate()
-                .for_each(|(c, q)| q.aqm = Aqm::new(config.aqm_of(c).clone())),
-            State::Fq { flows, .. } => flows
-                .values_mut()
-                .for_each(|(q, _)| q.aqm = Aqm::new(config.aqm_of(0).clone())),
-            State::Pifo { aqm: a, .. } => *a = Aqm::new(config.aqm_of(0).clone()),
+                .for_each(|(c, q)| renew(&mut q.aqm, c)),
+            State::Fq { flows, .. } => flows.values_mut().for_each(|(q, _)| renew(&mut q.aqm, 0)),
+            State::Pifo { aqm: a, .. } => renew(a, 0),
         }
     }
 
@@ -960,6 +969,52 @@ mod tests {
         }
         let order = drain_classes(&mut q, 30);
         assert_eq!(order, [vec![0; 10], vec![1; 10], vec![2; 10]].concat());
+    }
+
+    #[test]
+    fn retuning_one_class_s_marking_leaves_the_other_classes_aqm_state_alone() {
+        let red = AqmConfig::Red {
+            min: Limit::Packets(5),
+            max: Limit::Packets(15),
+            max_p: 0.1,
+            weight: 0.2,
+            gentle: false,
+            ecn: true,
+            hard_drop: true,
+            wait: false,
+        };
+        let mut q = PortQueue::new(QueueConfig {
+            limit: Limit::Packets(100),
+            scheduler: SchedulerConfig::StrictPriority { classes: 2 },
+            aqm: AqmConfig::DropTail,
+            class_aqm: vec![Some(red.clone())],
+            device_queue: 0,
+        });
+        let mut r = rng();
+        for i in 0..20 {
+            q.enqueue(item(i, 1500, 0, 0, 0), 0, 0, 0, &mut r, &mut Vec::new());
+        }
+        let aqms = |q: &PortQueue| match &q.state {
+            State::Classes { queues, .. } => queues
+                .iter()
+                .map(|s| format!("{:?}", s.aqm))
+                .collect::<Vec<_>>(),
+            _ => unreachable!(),
+        };
+        let before = aqms(&q);
+        let waiting = q.len();
+        let ramp = AqmConfig::Ramp {
+            kmin: Limit::Bytes(5_000),
+            kmax: Limit::Bytes(200_000),
+            pmax: 0.2,
+        };
+        q.set_aqm(AqmConfig::DropTail, vec![Some(red), Some(ramp.clone())]);
+        let after = aqms(&q);
+        assert!(before[0].contains("avg") && !before[0].contains("avg: 0.0,"));
+        assert_eq!(before[0], after[0], "class 0's RED average survives");
+        assert_ne!(before[1], after[1]);
+        assert_eq!(q.config.aqm_of(1), &ramp);
+        assert_eq!(q.len(), waiting, "no packet moved or dropped");
     }
 
     fn shares(config: QueueConfig, classes: u8, sizes: &[u32]) -> Vec<f64> {
