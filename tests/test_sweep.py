@@ -45,7 +45,7 @@ def test_axes_resolve_names_and_ranges_exactly():
     axis = parse_axis("load=0.1:0.5:0.1", data)
     assert axis.path == ("traffic", 0, "load") and axis.values == (0.1, 0.2, 0.3, 0.4, 0.5)
     assert parse_axis("network.switch_queue=10pkts,20pkts", data).values == ("10pkts", "20pkts")
-    assert parse_axis("traffic.0.load=1:3:1", data).values == (1, 2, 3)
+    assert parse_axis("load=1:3:1", data).values == (1, 2, 3)
     with pytest.raises(ValueError, match="no field 'rate'"):
         parse_axis("rate=1,2", data)
     with pytest.raises(ValueError, match="PATH=VALUES"):
@@ -83,13 +83,13 @@ def test_a_sweep_equals_sequential_runs_and_resumes_without_recomputing(scenario
     assert "4 ran, 0 already done, 0 failed" in result.output
     folders = sorted(p.name for p in out.iterdir() if p.is_dir())
     assert folders == [
-        "traffic.0.load=0.1,seed7",
-        "traffic.0.load=0.1,seed8",
-        "traffic.0.load=0.3,seed7",
-        "traffic.0.load=0.3,seed8",
+        "load=0.1,seed7",
+        "load=0.1,seed8",
+        "load=0.3,seed7",
+        "load=0.3,seed8",
     ]
     # The same point run alone with `isthmus run` gives the same numbers.
-    point = out / "traffic.0.load=0.3,seed8"
+    point = out / "load=0.3,seed8"
     alone = scenario_dir / "alone"
     (scenario_dir / "p.toml").write_text((point / "scenario.toml").read_text())
     assert (
@@ -105,15 +105,15 @@ def test_a_sweep_equals_sequential_runs_and_resumes_without_recomputing(scenario
     loads = query("SELECT sweep_traffic_0_load AS load FROM runs ORDER BY run", out)
     assert loads.column("load").to_pylist() == [0.1, 0.1, 0.3, 0.3]
     # A killed sweep: one point never finished (its folder absent, a partial left).
-    summary_before = (out / "traffic.0.load=0.1,seed7" / "summary.json").read_text()
-    (out / "traffic.0.load=0.3,seed7" / "summary.json").unlink()
-    for f in (out / "traffic.0.load=0.3,seed7").iterdir():
+    summary_before = (out / "load=0.1,seed7" / "summary.json").read_text()
+    (out / "load=0.3,seed7" / "summary.json").unlink()
+    for f in (out / "load=0.3,seed7").iterdir():
         f.unlink()
-    (out / "traffic.0.load=0.3,seed7").rmdir()
-    (out / ".traffic.0.load=0.3,seed7.partial-1").mkdir()
+    (out / "load=0.3,seed7").rmdir()
+    (out / ".load=0.3,seed7.partial-1").mkdir()
     result, _ = _sweep(scenario_dir, "--set", "load=0.1,0.3", "--seeds", "2")
     assert "1 ran, 3 already done, 0 failed" in result.output, result.output
-    assert (out / "traffic.0.load=0.1,seed7" / "summary.json").read_text() == summary_before
+    assert (out / "load=0.1,seed7" / "summary.json").read_text() == summary_before
 
 
 def test_a_failed_point_is_reported_and_the_others_finish(scenario_dir):
@@ -122,8 +122,8 @@ def test_a_failed_point_is_reported_and_the_others_finish(scenario_dir):
     assert "1 ran, 0 already done, 1 failed" in result.output
     assert "missing.csv" in result.output
     failures = json.loads((out / "failures.json").read_text())
-    assert list(failures) == ["traffic.1.file=missing.csv,seed7"]
-    assert (out / "traffic.1.file=a.csv,seed7" / "summary.json").exists()
+    assert list(failures) == ["file=missing.csv,seed7"]
+    assert (out / "file=a.csv,seed7" / "summary.json").exists()
 
 
 def test_a_sweep_on_local_ray_equals_the_local_one(scenario_dir):
@@ -135,7 +135,7 @@ def test_a_sweep_on_local_ray_equals_the_local_one(scenario_dir):
     result = runner.invoke(app, cli)
     assert result.exit_code == 0, result.output
     assert "2 ran, 0 already done, 0 failed" in result.output
-    for name in ("traffic.0.load=0.1,seed7", "traffic.0.load=0.3,seed7"):
+    for name in ("load=0.1,seed7", "load=0.3,seed7"):
         a = json.loads((local / name / "summary.json").read_text())
         b = json.loads((out / name / "summary.json").read_text())
         assert {k: v for k, v in a.items() if k not in VOLATILE} == {
@@ -159,3 +159,11 @@ def test_seeds_listed_with_set_are_the_seeds_run():
 def test_a_range_without_its_step_says_what_a_range_is():
     with pytest.raises(ValueError, match="a range is start:stop:step"):
         plan(SCENARIO, ["load=0.1:0.5"], 1)
+
+
+def test_run_folders_name_each_swept_field_by_its_shortest_unambiguous_tail():
+    from isthmus.sweep import short_names
+
+    assert short_names(["traffic.0.load", "network.switch_queue"]) == ["load", "switch_queue"]
+    assert short_names(["traffic.0.load", "traffic.1.load"]) == ["0.load", "1.load"]
+    assert short_names(["seed"]) == ["seed"]

@@ -126,11 +126,28 @@ class Point:
     settings: tuple[tuple[str, object], ...]
     seed: int
     text: str
+    labels: tuple[str, ...] = ()
+    """What the folder name calls each setting (short_names of the axes)."""
 
     @property
     def name(self) -> str:
-        parts = [f"{k}={v}" for k, v in self.settings]
+        labels = self.labels or tuple(k for k, _ in self.settings)
+        parts = [f"{k}={v}" for k, (_, v) in zip(labels, self.settings, strict=True)]
         return ",".join([*parts, f"seed{self.seed}"]).replace("/", "_")
+
+
+def short_names(paths: list[str]) -> list[str]:
+    """Each dotted field path cut to its fewest trailing parts that no other path ends
+    with (traffic.0.load -> load), so run folders stay short and readable."""
+    short = []
+    for path in paths:
+        parts = path.split(".")
+        for n in range(1, len(parts) + 1):
+            tail = ".".join(parts[-n:])
+            if not any(o != path and (o == tail or o.endswith("." + tail)) for o in paths):
+                break
+        short.append(tail)
+    return short
 
 
 def plan(scenario_text: str, sets: list[str], seeds: int) -> list[Point]:
@@ -153,6 +170,7 @@ def plan(scenario_text: str, sets: list[str], seeds: int) -> list[Point]:
         first_seed = int(data["seed"])
         run_seeds = list(range(first_seed, first_seed + seeds))
     points = []
+    labels = tuple(short_names([a.name for a in axes]))
     for combo in itertools.product(*(a.values for a in axes)):
         point_data = copy.deepcopy(data)
         for axis, value in zip(axes, combo, strict=True):
@@ -166,7 +184,7 @@ def plan(scenario_text: str, sets: list[str], seeds: int) -> list[Point]:
             except ScenarioError as e:
                 described = ", ".join(f"{k}={v}" for k, v in settings)
                 raise ValueError(f"sweep point {described}: {e}") from None
-            points.append(Point(settings, seed, text))
+            points.append(Point(settings, seed, text, labels))
     return points
 
 
