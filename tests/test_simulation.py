@@ -138,3 +138,13 @@ def test_bad_api_arguments_are_refused_clearly():
         sim.add_udp_flow(0, 1, "1Gbps", start="10us", stop="2ms")
     with pytest.raises(ValueError, match="before the current time"):
         sim.run("10us")
+
+
+def test_a_simulation_shows_its_network_and_results_in_a_notebook():
+    sim = Simulation(Topology.ring(3, 1))
+    before = sim._repr_html_()
+    assert "<td>3</td>" in before and "flows finished" not in before
+    sim.add_tcp_flow(0, 1, "100KB")
+    sim.run("10ms")
+    after = sim._repr_html_()
+    assert "<td>1 / 1</td>" in after and "<td>100,000</td>" in after

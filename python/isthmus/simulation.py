@@ -544,6 +544,37 @@ class Simulation:
     def live_packets(self) -> int:
         return self._engine.live_packets
 
+    def _repr_html_(self) -> str:
+        """The network and, once it has run, the run's main figures, for notebooks."""
+        from html import escape
+
+        from isthmus.results import summarize
+
+        kinds = self.topology.nodes()["kind"]
+        rows = [
+            ("hosts", kinds.count("host")),
+            ("switches", kinds.count("switch")),
+            ("links", len(self.topology.links()["a"])),
+            ("simulated time", format_time(self.now)),
+            ("seed", self.seed),
+        ]
+        if self.num_flows and self.now > 0:
+            figures = summarize(self, scenario="", wall_s=0.0)
+            rows += [
+                ("flows finished", f"{figures['flows_finished']} / {figures['flows']}"),
+                ("bytes delivered", f"{figures['bytes_delivered']:,}"),
+                ("packets dropped", f"{figures['packets_dropped']:,}"),
+                ("loops (TTL drops)", figures["loops"]),
+                ("busiest link utilisation", f"{figures['max_link_utilization']:.1%}"),
+            ]
+            if figures["mean_fct_us"] is not None:
+                rows.append(("mean flow completion", f"{figures['mean_fct_us']:.1f} us"))
+        body = "".join(
+            f"<tr><th style='text-align:left'>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table><caption>isthmus Simulation</caption>{body}</table>"
+
     def flows(self) -> dict[str, np.ndarray]:
         """Per-flow columns; times in ps and -1 where the event has not happened."""
         return self._engine.flow_table()
