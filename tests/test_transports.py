@@ -180,3 +180,41 @@ def test_mptcp_subflow_count_is_validated():
         Simulation(topo, tcp={"mptcp_subflows": 17})
     with pytest.raises(ValueError, match="transport must be one of tcp, dctcp, cubic, mptcp"):
         Simulation(topo).add_tcp_flow(0, 1, "1MB", transport="quic")
+
+
+def test_a_pause_threshold_that_follows_the_free_buffer_is_set_from_a_scenario():
+    """`[network.pfc] free_fraction`: the ingress pause threshold shrinks as the shared
+    buffer fills (the Rust test checks the physics); here, that the setting arrives and
+    that bad values are refused by name."""
+    from isthmus import ScenarioError, parse_scenario
+
+    text = """
+name = "pfc-dynamic"
+[topology]
+kind = "leaf_spine"
+spines = 1
+leaves = 2
+hosts_per_leaf = 4
+[network]
+shared_buffer = "200KB"
+buffer_alpha = 8.0
+pfc = { xoff = "30KB", xon = "15KB", lossless = [0], free_fraction = 0.125 }
+[[traffic]]
+kind = "incast"
+receiver = 0
+senders = 7
+size = "200KB"
+rounds = 1
+transport = "dctcp"
+[run]
+duration = "50ms"
+"""
+    scenario = parse_scenario(text)
+    assert scenario.network.pfc.free_fraction == 0.125
+    sim = scenario.build()
+    sim.run("50ms")
+    assert sim.ports()["pfc_pauses"].sum() > 0
+    with pytest.raises(ScenarioError, match="free_fraction"):
+        parse_scenario(text.replace("free_fraction = 0.125", "free_fraction = 2"))
+    with pytest.raises(ValueError, match="give the switches a shared_buffer"):
+        Simulation(Topology.ring(3, 1), pfc=("30KB", "15KB", [0], 0.125))

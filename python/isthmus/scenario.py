@@ -258,11 +258,15 @@ class PortQueueModel(Strict):
 
 
 class PfcModel(Strict):
-    """Priority flow control at every switch ingress."""
+    """Priority flow control at every switch ingress. With `free_fraction` f an ingress
+    pauses at the lower of xoff and f times its switch's free shared buffer, resuming at
+    xon/xoff of that (shared-buffer switches' dynamic threshold; ACC's testbed: 0.125);
+    it needs `shared_buffer`."""
 
     xoff: Size
     xon: Size
     lossless: list[Annotated[int, Field(ge=0, le=7)]] = [0]
+    free_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
 
 
 class Network(Strict):
@@ -725,7 +729,12 @@ class Scenario(Strict):
                 sample_interval=self.telemetry.sample_interval,
                 shared_buffer=self.network.shared_buffer,
                 buffer_alpha=self.network.buffer_alpha,
-                pfc=(self.network.pfc.xoff, self.network.pfc.xon, self.network.pfc.lossless)
+                pfc=(
+                    self.network.pfc.xoff,
+                    self.network.pfc.xon,
+                    self.network.pfc.lossless,
+                    self.network.pfc.free_fraction,
+                )
                 if self.network.pfc
                 else None,
                 bcn=self.network.bcn.model_dump() if self.network.bcn else None,

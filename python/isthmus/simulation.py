@@ -31,13 +31,28 @@ MAX_SAMPLE_CELLS = 20_000_000
 ARRIVALS = ("constant", "poisson")
 
 
-def _pfc(pfc: tuple[str, str, list[int]] | None) -> tuple[int, int, int] | None:
+def _pfc(pfc: tuple | None) -> tuple[int, int, int, float | None] | None:
     if pfc is None:
         return None
-    xoff, xon, lossless = pfc
+    if len(pfc) not in (3, 4):
+        raise ValueError(
+            "pfc is (xoff, xon, lossless priorities) or (xoff, xon, lossless priorities, "
+            "free fraction), e.g. ('30KB', '15KB', [3], 0.125)"
+        )
+    xoff, xon, lossless = pfc[:3]
+    free_fraction = pfc[3] if len(pfc) == 4 else None
     if not lossless or any(not 0 <= p <= 7 for p in lossless):
         raise ValueError("PFC needs a list of lossless priorities, each 0..7")
-    return size_bytes(xoff), size_bytes(xon), sum(1 << p for p in set(lossless))
+    if free_fraction is not None and not (
+        isinstance(free_fraction, (int, float)) and not isinstance(free_fraction, bool)
+    ):
+        raise ValueError(f"PFC's free fraction must be a number in (0, 1], got {free_fraction!r}")
+    return (
+        size_bytes(xoff),
+        size_bytes(xon),
+        sum(1 << p for p in set(lossless)),
+        None if free_fraction is None else float(free_fraction),
+    )
 
 
 BCN_POINT_DEFAULTS = dict(defaults.ENGINE["bcn_point"])
@@ -88,10 +103,12 @@ class Simulation:
     `shared_buffer`, each switch's queues share that many bytes under the dynamic-
     threshold rule: a queue may grow while below `buffer_alpha` times the free buffer.
     `pfc = (xoff, xon, lossless priorities)` turns on priority flow control at every
-    switch ingress (e.g. ("30KB", "15KB", [0])). `bcn` puts BCN congestion points on
-    switch ports: a dict with any of pm (0.01), q_eq (20), q_sc (90), w (2), queue
-    thresholds in packets (the IBCN paper's values by default). `tcp` overrides TCP,
-    DCTCP and MPTCP parameters (a `TcpParams` or a dict of its fields). Packets leave
+    switch ingress (e.g. ("30KB", "15KB", [0])); a fourth element f pauses at the lower
+    of xoff and f times the switch's free shared buffer, resuming at xon/xoff of that
+    (the dynamic threshold; ACC's testbed uses 1/8; needs `shared_buffer`). `bcn` puts
+    BCN congestion points on switch ports: a dict with any of pm (0.01), q_eq (20), q_sc
+    (90), w (2), queue thresholds in packets (the IBCN paper's values by default). `tcp`
+    overrides TCP, DCTCP and MPTCP parameters (a `TcpParams` or a dict of its fields). Packets leave
     their host with `ttl` hops to live (IP's 64): every switch takes one, and a packet
     with none left is dropped and counted (`node_drops()["ttl_drops"]`), so a
     forwarding loop shows up instead of circulating forever. `device_queue` puts a FIFO
@@ -113,7 +130,7 @@ class Simulation:
         sample_interval: int | str | None = None,
         shared_buffer: str | None = None,
         buffer_alpha: float = 1.0,
-        pfc: tuple[str, str, list[int]] | None = None,
+        pfc: tuple | None = None,
         bcn: dict | None = None,
         tcp: TcpParams | dict | None = None,
         ttl: int = 64,

@@ -68,11 +68,18 @@ pub const DEFAULT_TTL: u8 = 64;
 /// `xoff` plus a round trip of data per ingress. With PFC on, host NICs never drop: a
 /// paused NIC holds what its senders produce, as an RDMA NIC stalls its queue pairs
 /// (modelled as an unbounded NIC queue).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// With `free_fraction` f (and a shared buffer), the pause threshold is the lower of
+/// `xoff` and f times the switch's free shared buffer at that moment, the dynamic
+/// threshold of shared-buffer switches (ACC's testbed: f = 1/8): the fuller the buffer,
+/// the sooner an ingress pauses. A paused priority resumes below the threshold of the
+/// moment scaled by `xon / xoff`.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pfc {
     pub xoff: u64,
     pub xon: u64,
     pub lossless: u8,
+    pub free_fraction: Option<f64>,
 }
 
 /// A switch buffer of `bytes` shared by its egress queues under the dynamic-threshold
@@ -1034,11 +1041,12 @@ impl Engine {
         }
         packet.pfc_held = true;
         let (ingress, size) = (packet.ingress, packet.size as u64);
+        let xoff = self.pfc_threshold(&pfc, ingress);
         let port = &mut self.ports[ingress as usize];
         let held = &mut port.ingress_bytes[priority as usize];
         *held += size;
         port.counters.pfc_max_ingress_bytes = port.counters.pfc_max_ingress_bytes.max(*held);
-        if *held > pfc.xoff && port.pause_sent & (1 << priority) == 0 {
+        if *held > xoff && port.pause_sent & (1 << priority) == 0 {
             port.pause_sent |= 1 << priority;
             port.counters.pfc_pauses += 1;
             let (upstream, delay) = (port.peer, port.delay);
@@ -1063,10 +1071,18 @@ impl Engine {
         let pfc = self.config.pfc.expect("held only with PFC on");
         let priority = packet.priority.min(7);
         let (ingress, size) = (packet.ingress, packet.size as u64);
+        // Resume at xon, or with a moving threshold at the same share of it as xon is
+        // of xoff (a fixed gap below a small threshold could never be reached).
+        let xon = if pfc.free_fraction.is_some() {
+            let threshold = self.pfc_threshold(&pfc, ingress) as u128;
+            (threshold * pfc.xon as u128 / pfc.xoff as u128) as u64
+        } else {
+            pfc.xon
+        };
         let port = &mut self.ports[ingress as usize];
         let held = &mut port.ingress_bytes[priority as usize];
         *held -= size;
-        if *held < pfc.xon && port.pause_sent & (1 << priority) != 0 {
+        if *held < xon && port.pause_sent & (1 << priority) != 0 {
             port.pause_sent &= !(1 << priority);
             port.counters.pfc_resumes += 1;
             let (upstream, delay) = (port.peer, port.delay);
@@ -1078,6 +1094,29 @@ impl Engine {
                 },
             );
         }
+    }
+
+    /// The bytes an ingress may hold in a lossless priority before it pauses: `xoff`, or
+    /// with a free fraction the lower of it and that fraction of the free shared buffer.
+    fn pfc_threshold(&self, pfc: &Pfc, ingress: PortId) -> u64 {
+        match (pfc.free_fraction, self.config.shared_buffer) {
+            (Some(fraction), Some(shared)) => {
+                let node = self.ports[ingress as usize].node;
+                let free = shared.bytes.saturating_sub(self.switch_buffer_used(node));
+                pfc.xoff.min((fraction * free as f64) as u64)
+            }
+            _ => pfc.xoff,
+        }
+    }
+
+    /// Bytes queued at every port of node `node`: what its shared buffer holds.
+    fn switch_buffer_used(&self, node: u32) -> u64 {
+        let n = &self.nodes[node as usize];
+        let first = n.first_port as usize;
+        self.ports[first..first + n.num_ports as usize]
+            .iter()
+            .map(|p| p.queue.bytes())
+            .sum()
     }
 
     /// A PFC frame reached transmitter `port_id`.
@@ -1199,11 +1238,7 @@ impl Engine {
         if node.kind != NodeKind::Switch {
             return true;
         }
-        let first = node.first_port as usize;
-        let used: u64 = self.ports[first..first + node.num_ports as usize]
-            .iter()
-            .map(|p| p.queue.bytes())
-            .sum();
+        let used = self.switch_buffer_used(self.ports[port_id as usize].node);
         let queued = self.ports[port_id as usize].queue.bytes();
         let size = size as u64;
         let threshold = shared.alpha * shared.bytes.saturating_sub(used) as f64;

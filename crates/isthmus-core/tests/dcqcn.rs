@@ -106,6 +106,7 @@ fn dcqcn_with_pfc_loses_nothing_in_an_incast() {
         xoff: 40_000,
         xon: 20_000,
         lossless: 1,
+        free_fraction: None,
     };
     let mut e = star(n, Some(pfc), false);
     let cfg = DcqcnConfig::paper(40 * G);

@@ -1,7 +1,7 @@
 //! Priority flow control: a lossless class loses nothing, and pauses and resumes at
 //! its thresholds.
 
-use isthmus_core::engine::Pfc;
+use isthmus_core::engine::{Pfc, SharedBuffer};
 use isthmus_core::queue::QueueConfig;
 use isthmus_core::units::{MS, SEC, US};
 use isthmus_core::{
@@ -12,6 +12,10 @@ const G: u64 = 1_000_000_000;
 
 /// Eight senders at 10 Gb/s into one switch, all sending to one receiver: an incast.
 fn incast(pfc: Option<Pfc>) -> Engine {
+    incast_sharing(pfc, None)
+}
+
+fn incast_sharing(pfc: Option<Pfc>, shared_buffer: Option<SharedBuffer>) -> Engine {
     let mut nodes: Vec<(String, NodeKind)> =
         (0..8).map(|i| (format!("h{i}"), NodeKind::Host)).collect();
     nodes.push(("rx".into(), NodeKind::Host));
@@ -28,6 +32,7 @@ fn incast(pfc: Option<Pfc>) -> Engine {
         host_queue: QueueConfig::drop_tail(Limit::Packets(1 << 20)),
         switch_queue: QueueConfig::drop_tail(Limit::Packets(300)),
         pfc,
+        shared_buffer,
         ..Default::default()
     };
     let mut e = Engine::new(Topology::custom(&nodes, &links).unwrap(), config, 1);
@@ -59,6 +64,7 @@ fn a_lossless_class_never_drops_and_pauses_at_its_thresholds() {
         xoff: 30_000,
         xon: 15_000,
         lossless: 1,
+        free_fraction: None,
     };
     let mut e = incast(Some(pfc));
     assert!(e.run_until_flows_finish(SEC));
@@ -90,6 +96,55 @@ fn a_lossless_class_never_drops_and_pauses_at_its_thresholds() {
     let delivered: u64 = e.flows().map(|f| f.bytes_delivered).sum();
     let sent: u64 = e.flows().map(|f| f.bytes_sent).sum();
     assert_eq!(delivered, sent);
+    assert!(
+        e.ports.iter().all(|p| p.paused == 0),
+        "a transmitter stayed paused"
+    );
+}
+
+#[test]
+fn a_pause_threshold_that_follows_the_free_buffer_keeps_a_full_switch_lossless() {
+    // 200 KB shared by the switch, of which the one egress queue may take 8/9 (the
+    // dynamic threshold at alpha 8): eight ingresses each holding a static 30 KB would
+    // need 240 KB, so it overflows; at 1/8 of the free buffer each pauses sooner the
+    // fuller it gets, settling near fB / (1 + 8f) = 12.5 KB apiece.
+    let shared = SharedBuffer {
+        bytes: 200_000,
+        alpha: 8.0,
+    };
+    let drops = |e: &Engine| e.ports.iter().map(|p| p.counters.drop_packets).sum::<u64>();
+    let fixed = Pfc {
+        xoff: 30_000,
+        xon: 15_000,
+        lossless: 1,
+        free_fraction: None,
+    };
+    let mut e = incast_sharing(Some(fixed), Some(shared));
+    e.run_until(SEC);
+    assert!(
+        drops(&e) > 0,
+        "a static xoff past the buffer's share must overflow it"
+    );
+
+    let dynamic = Pfc {
+        free_fraction: Some(0.125),
+        ..fixed
+    };
+    let mut e = incast_sharing(Some(dynamic), Some(shared));
+    assert!(e.run_until_flows_finish(SEC));
+    assert_eq!(
+        drops(&e),
+        0,
+        "the dynamic threshold must keep the class lossless"
+    );
+    let most = e
+        .ports
+        .iter()
+        .map(|p| p.counters.pfc_max_ingress_bytes)
+        .max()
+        .unwrap();
+    // Never above 1/8 of the whole buffer, plus what is in flight when a pause is sent.
+    assert!(most <= 25_000 + 2_500 + 3 * 1500, "{most}");
     assert!(
         e.ports.iter().all(|p| p.paused == 0),
         "a transmitter stayed paused"

@@ -738,7 +738,7 @@ impl Engine {
         routing: &str,
         sample_interval: Option<u64>,
         shared_buffer: Option<(u64, f64)>,
-        pfc: Option<(u64, u64, u8)>,
+        pfc: Option<(u64, u64, u8, Option<f64>)>,
         bcn: Option<(f64, f64, f64, f64)>,
         ttl: u8,
     ) -> PyResult<Self> {
@@ -754,9 +754,21 @@ impl Engine {
                 ));
             }
         }
-        if let Some((xoff, xon, _)) = pfc {
+        if let Some((xoff, xon, _, free_fraction)) = pfc {
             if xon > xoff || xoff == 0 {
                 return Err(value_error("PFC needs 0 < xon <= xoff"));
+            }
+            if let Some(f) = free_fraction {
+                if !(f > 0.0 && f <= 1.0) {
+                    return Err(value_error(
+                        "PFC's free fraction must be in (0, 1] (e.g. 0.125: pause above 1/8 of the free buffer)",
+                    ));
+                }
+                if shared_buffer.is_none() {
+                    return Err(value_error(
+                        "PFC's free fraction is a share of the free shared buffer: give the switches a shared_buffer too",
+                    ));
+                }
             }
         }
         if let Some((bytes, alpha)) = shared_buffer {
@@ -777,11 +789,14 @@ impl Engine {
             sample_interval,
             shared_buffer: shared_buffer
                 .map(|(bytes, alpha)| isthmus_core::engine::SharedBuffer { bytes, alpha }),
-            pfc: pfc.map(|(xoff, xon, lossless)| isthmus_core::engine::Pfc {
-                xoff,
-                xon,
-                lossless,
-            }),
+            pfc: pfc.map(
+                |(xoff, xon, lossless, free_fraction)| isthmus_core::engine::Pfc {
+                    xoff,
+                    xon,
+                    lossless,
+                    free_fraction,
+                },
+            ),
             bcn: bcn.map(|(sample_probability, q_eq, q_sc, w)| {
                 isthmus_core::transport::bcn::BcnPointConfig {
                     sample_probability,
