@@ -218,3 +218,30 @@ duration = "50ms"
         parse_scenario(text.replace("free_fraction = 0.125", "free_fraction = 2"))
     with pytest.raises(ValueError, match="give the switches a shared_buffer"):
         Simulation(Topology.ring(3, 1), pfc=("30KB", "15KB", [0], 0.125))
+
+
+def test_a_nic_serving_its_queue_pairs_round_robin_lets_a_small_message_past_big_ones():
+    """Two 10 MB DCQCN flows from one host back up its NIC (they start at line rate
+    each); a 10 KB message behind them waits for the whole backlog in a FIFO NIC, and
+    only for its share with the NIC's flows served round robin (`host_scheduler`)."""
+    from isthmus.queues import Fq
+
+    def small_message_us(host_scheduler) -> float:
+        link, fabric = Link("25Gbps", "1us"), Link("100Gbps", "1us")
+        sim = Simulation(
+            Topology.leaf_spine(1, 2, 2, link, fabric),
+            host_queue="100000pkts",
+            host_scheduler=host_scheduler,
+        )
+        sim.add_dcqcn_flow(0, 2, "10MB")
+        sim.add_dcqcn_flow(0, 3, "10MB")
+        small = sim.add_dcqcn_flow(0, 2, "10KB", start="100us")
+        sim.run("20ms")
+        flows = sim.flows()
+        assert sim.unfinished_flows == 0
+        return (flows["finish_ps"][small] - flows["start_ps"][small]) / 1e6
+
+    fifo, round_robin = small_message_us(None), small_message_us(Fq(kind="fq"))
+    # Three flows share 25 Gb/s: 10 KB takes about 3 x 3.3 us, plus the path.
+    assert round_robin < 20, round_robin
+    assert fifo > 5 * round_robin, (fifo, round_robin)

@@ -275,6 +275,9 @@ class Network(Strict):
 
     routing: Literal["ecmp", "spray", "single_path"] = "ecmp"
     host_queue: QueueLimit = "250pkts"
+    # How a host NIC serves its flows: FIFO, or e.g. { kind = "fq" } for round robin
+    # between them (an RDMA NIC's queue-pair arbitration).
+    host_scheduler: Scheduler | None = None
     switch_queue: QueueLimit = "250pkts"
     ecn_threshold: QueueLimit | None = None
     scheduler: Scheduler | None = None
@@ -722,6 +725,7 @@ class Scenario(Strict):
                 seed=seed,
                 routing=self.network.routing,
                 host_queue=self.network.host_queue,
+                host_scheduler=self.network.host_scheduler,
                 switch_queue=self.network.switch_queue,
                 ecn_threshold=self.network.ecn_threshold,
                 scheduler=self.network.scheduler,

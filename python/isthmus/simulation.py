@@ -97,7 +97,9 @@ class Simulation:
     """A network and its traffic. Times are picoseconds; every argument that is a
     quantity also accepts a unit string ("5ms", "10Gbps", "1500B", "250pkts").
 
-    Queueing: every port is a FIFO of `host_queue` / `switch_queue` packets or bytes;
+    Queueing: every port is a FIFO of `host_queue` / `switch_queue` packets or bytes
+    (`host_scheduler`, e.g. `Fq`, serves a NIC's flows round robin, as an RDMA NIC
+    arbitrates between its queue pairs);
     `ecn_threshold` adds DCTCP's step marker on every port (host NICs too). Switch ports
     may instead take a `scheduler` and an `aqm` from `isthmus.queues`. With
     `shared_buffer`, each switch's queues share that many bytes under the dynamic-
@@ -123,6 +125,7 @@ class Simulation:
         seed: int = 1,
         routing: str = "ecmp",
         host_queue: str = "250pkts",
+        host_scheduler=None,
         switch_queue: str = "250pkts",
         ecn_threshold: str | None = None,
         scheduler=None,
@@ -167,7 +170,7 @@ class Simulation:
         self._engine = _core.Engine(
             topology._core,
             seed,
-            queue_config(host_queue, None, marker, device_queue),
+            queue_config(host_queue, host_scheduler, marker, device_queue),
             queue_config(switch_queue, scheduler, aqm or marker, device_queue),
             routing,
             time_ps(sample_interval) if sample_interval is not None else None,
