@@ -126,5 +126,5 @@ def test_a_sweep_folder_is_reported_by_swept_value_across_seeds(tmp_path):
     assert result.exit_code == 0, result.output
     page = (out / "report.html").read_text()
     assert "By swept value" in page
-    assert "sweep: traffic.0.load=0.2 (n = 2)" in page and "traffic.0.load=0.6 (n = 2)" in page
+    assert "sweep: load=0.2 (n = 2)" in page and "load=0.6 (n = 2)" in page
     assert " ± " in page

@@ -230,7 +230,7 @@ MOST_HEAT_MAPS = 12
 
 def _expand(folders: list[Path]) -> tuple[list[Run], dict[str, list[Run]]]:
     """The runs to report, and the sweeps' runs grouped by swept value (a sweep folder
-    holds one run folder per point and seed, named `PATH=VALUE,...,seedN`)."""
+    holds one run folder per point and seed, named `FIELD=VALUE,...,seedN`)."""
     runs: list[Run] = []
     groups: dict[str, list[Run]] = {}
     for folder in map(Path, folders):
