@@ -190,11 +190,7 @@ def test_a_pause_threshold_that_follows_the_free_buffer_is_set_from_a_scenario()
 
     text = """
 name = "pfc-dynamic"
-[topology]
-kind = "leaf_spine"
-spines = 1
-leaves = 2
-hosts_per_leaf = 4
+topology = { kind = "ring", switches = 3, hosts_per_switch = 3 }
 [network]
 shared_buffer = "200KB"
 buffer_alpha = 8.0
