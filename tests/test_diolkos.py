@@ -271,3 +271,15 @@ def test_the_study_table_states_each_claim_from_the_numbers():
     assert not holds["1a"] and holds["2a"]
     assert holds["No forwarding loop ever forms"]
     assert any(row[0] == "2a | dense" and row[2] == "3.73" for row in table.rows)
+
+
+def test_a_pushed_model_sets_the_rounds_by_its_own_lead_and_horizon():
+    sim = Simulation(topologies()["ring"])
+    plane = ControlPlane(sim)
+    model = Ewma(window=1, lead=1, horizon=2).fit(np.arange(40.0).reshape(10, 4))
+    plane.shared(SERVICE_KEY, ForecastService).push("s0", model)
+    (agent,) = plane.add_agents(Diolkos, ["s0"], model="ewma", sample_period="1ms")
+    plane.run("31ms")
+    # Rounds every lead + horizon = 3 samples (the agent was built for 1 + 1 = 2).
+    assert agent.round_steps == 3 and agent.stats.rounds == 10
+    assert agent.stats.untrained_rounds == 0

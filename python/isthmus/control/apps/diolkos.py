@@ -66,8 +66,8 @@ class DiolkosStats:
     untrained_rounds: int = 0
     moves: int = 0
     loop_fallbacks: int = 0
-    """Rounds where a flow's best-scored port would have looped and the next best
-    loop-free one was taken instead."""
+    """Moves for which the best-scored port was not a candidate (it would have closed a
+    loop or sent the flow back where it came from) and a lower-scored one was taken."""
     pinned: int = 0
     training_seconds: list[float] = field(default_factory=list)
     trained_rows: int = 0
@@ -171,6 +171,8 @@ class Diolkos(SwitchAgent):
                 )
             self.model = pushed
             self._trained_at = 0
+            # Rounds follow the pushed model's lead and horizon.
+            self.round_steps = pushed.lead + pushed.horizon
         self.every(self.period, self._sample)
         # Decisions come just after the sample that closes their round, once every
         # switch has sampled and submitted, so one batched call serves them all.
