@@ -551,7 +551,9 @@ def reproduce(
     shown = module.table(results)
     table = Table(title=shown.title)
     for i, column in enumerate(shown.columns):
-        table.add_column(_literal(column), justify="left" if i == 0 else "right", no_wrap=i == 0)
+        table.add_column(
+            _literal(column), justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold"
+        )
     for row in shown.rows:
         table.add_row(*(_literal(cell) for cell in row))
     console.print(table)

@@ -409,6 +409,83 @@ class Simulation:
             time_ps(max_pause),
         )
 
+    def add_message_flow(
+        self,
+        src: int,
+        dst: int,
+        sizes: np.ndarray | list[int],
+        thinks: np.ndarray | list[int],
+        *,
+        start: int | str = 0,
+        stop: int | str | None = None,
+        transport: str = "tcp",
+    ) -> int:
+        """A persistent TCP, DCTCP or CUBIC connection whose application writes
+        messages of `sizes` bytes in turn: the first at `start`, message i + 1 `thinks[i]`
+        ps after message i's last byte reached the receiver (a closed loop), none at or
+        after `stop`; the connection closes after the last one and keeps its congestion
+        window from message to message. `messages()` has each one's completion.
+        Returns the flow's id."""
+        if transport not in ("tcp", "dctcp", "cubic"):
+            raise ValueError(
+                f"a message flow's transport must be tcp, dctcp or cubic, got {transport!r}"
+            )
+        src, dst = self._host(src, "src"), self._host(dst, "dst")
+        sizes_arr = _whole(np.asarray(sizes), "sizes", np.uint64)
+        thinks_arr = _whole(np.asarray(thinks), "thinks", np.uint64)
+        if len(sizes_arr) != len(thinks_arr):
+            raise ValueError(
+                f"sizes and thinks need one entry per message: {len(sizes_arr)} sizes, "
+                f"{len(thinks_arr)} think times"
+            )
+        return self._engine.add_message_flow(
+            src,
+            dst,
+            sizes_arr.tolist(),
+            thinks_arr.tolist(),
+            time_ps(start),
+            time_ps(stop) if stop is not None else 2**63,
+            self._tcp_core,
+            transport,
+        )
+
+    def messages(self) -> dict[str, np.ndarray]:
+        """Every message of every message flow: flow, index, size, start_ps, finish_ps
+        (-1 while incomplete)."""
+        return self._engine.message_table()
+
+    def regulate_with_bcn(
+        self,
+        flow: int,
+        *,
+        fair_share: int | str,
+        ru: int | str = defaults.rate("bcn_source", "ru"),
+        gi: float = defaults.number("bcn_source", "gi"),
+        gd: float = defaults.number("bcn_source", "gd"),
+        min_pause: int | str = defaults.duration("bcn_source", "min_pause"),
+        max_pause: int | str = defaults.duration("bcn_source", "max_pause"),
+    ) -> None:
+        """Puts TCP flow `flow` under a BCN rate regulator at its host (IBCN's reaction
+        point, as `add_bcn_flow`'s): feedback from the congestion points paces its
+        sender at the regulator's rate, a STOP holds it for a pause uniform in
+        [`min_pause`, `max_pause`], after which it restarts at `fair_share`. Needs the
+        simulation's BCN congestion points (`bcn=`)."""
+        from isthmus.metrics import access_rates
+
+        if not 0 <= flow < self.num_flows:
+            raise ValueError(f"flow {flow} does not exist; there are {self.num_flows} flows")
+        src = int(self.flows()["src"][flow])
+        self._engine.regulate_with_bcn(
+            flow,
+            int(access_rates(self)[src]),
+            rate_bps(fair_share),
+            rate_bps(ru),
+            gi,
+            gd,
+            time_ps(min_pause),
+            time_ps(max_pause),
+        )
+
     def bcn(self) -> dict[str, np.ndarray]:
         """BCN feedback sent per port: samples, positive, normal, stop."""
         return self._engine.bcn_table()

@@ -24,11 +24,12 @@ use crate::slab::Slab;
 use crate::telemetry::{PortCounters, Sampler};
 use crate::topology::{NodeKind, Topology};
 use crate::transport::bcn::{
-    BcnPoint, BcnPointConfig, BcnSource, BcnSourceConfig, FEEDBACK_BYTES, PROTO_BCN, RATE_REGULATED,
+    BcnPoint, BcnPointConfig, BcnSource, BcnSourceConfig, RateRegulator, FEEDBACK_BYTES, PROTO_BCN,
 };
+use crate::transport::messages::{MessageRecord, MessageStream};
 use crate::transport::tcp::{TcpConfig, TcpFlow};
 use crate::transport::udp::{Arrivals, UdpSource, UDP_HEADER_BYTES};
-use crate::transport::{Flow, FlowRecord, Outbox, Transport};
+use crate::transport::{Flow, FlowRecord, Outbox, Regulation, Transport};
 use crate::units::{serialization_time, Limit, Rate, Time, SEC};
 
 /// Time to send `bytes` at `rate` (ps), for delay estimates.
@@ -506,6 +507,80 @@ impl Engine {
         Ok(id)
     }
 
+    /// Adds a persistent TCP (or DCTCP, CUBIC) connection whose application writes
+    /// messages of `sizes` bytes in turn: the first at `start`, each next one `thinks[i]`
+    /// after message i reached the receiver, none at or after `stop`; the connection
+    /// closes after the last. Returns its flow id; `message_records` has every message.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_message_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        sizes: Vec<u64>,
+        thinks: Vec<Time>,
+        start: Time,
+        stop: Time,
+        config: &TcpConfig,
+    ) -> Result<u32, String> {
+        if stop <= start {
+            return Err(format!(
+                "stop ({stop} ps) must come after start ({start} ps)"
+            ));
+        }
+        let mut stream = MessageStream::new(sizes, thinks, stop)?;
+        let id = self.add_tcp_flow(src, dst, u64::MAX / 4, start, config)?;
+        let first = stream
+            .write_next(start)
+            .expect("a stream has a first message");
+        let flow = &mut self.flows[id as usize];
+        if let Transport::Tcp(tcp) = &mut flow.transport {
+            tcp.open_stream();
+            let mut out = Outbox::default();
+            let ports = (flow.src_port, flow.dst_port);
+            tcp.write(
+                &mut crate::transport::tcp::Io::new(id, start, ports, &mut flow.record, &mut out),
+                first,
+            );
+        }
+        flow.messages = Some(Box::new(stream));
+        Ok(id)
+    }
+
+    /// Every message of every message stream: (flow, index in its stream, record).
+    pub fn message_records(&self) -> impl Iterator<Item = (u32, u32, &MessageRecord)> {
+        self.flows.iter().enumerate().flat_map(|(id, f)| {
+            f.messages.iter().flat_map(move |s| {
+                s.messages
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, m)| (id as u32, i as u32, m))
+            })
+        })
+    }
+
+    /// Puts TCP flow `flow` under a BCN rate regulator (the reaction point of
+    /// `transport::bcn`): BCN feedback for it paces its sender at the regulator's rate
+    /// and a STOP holds it for the pause. Needs BCN congestion points.
+    pub fn regulate_with_bcn(&mut self, flow: u32, cfg: &BcnSourceConfig) -> Result<(), String> {
+        if self.config.bcn.is_none() {
+            return Err("BCN congestion points are off: configure the engine with bcn to regulate a flow by BCN".into());
+        }
+        cfg.validate()?;
+        let seed = self.seed;
+        let f = self
+            .flows
+            .get_mut(flow as usize)
+            .ok_or_else(|| format!("flow {flow} does not exist"))?;
+        if !matches!(f.transport, Transport::Tcp(_)) {
+            return Err(format!(
+                "flow {flow} is not a TCP connection; BCN regulates TCP, DCTCP and CUBIC flows here (datagram sources are BCN sources of their own)"
+            ));
+        }
+        let rng = Rng::stream(seed, Stream::Flow, (1 << 32) | flow as u64);
+        f.regulation = Some(Box::new(Regulation::new(RateRegulator::new(*cfg, rng))));
+        Ok(())
+    }
+
     /// Adds an MPTCP connection of `size` bytes over `subflows` subflows (1..=16), each a
     /// NewReno subflow under RFC 6356 coupling; returns its flow id.
     pub fn add_mptcp_flow(
@@ -611,6 +686,8 @@ impl Engine {
             priority: 0,
             settled: false,
             transport: transport(id),
+            messages: None,
+            regulation: None,
         });
         self.unfinished_flows += 1;
         self.events.push(start, EventKind::FlowStart { flow: id });
@@ -1154,7 +1231,7 @@ impl Engine {
         {
             return;
         }
-        let tagged = packet.tag[0] & RATE_REGULATED != 0;
+        let tagged = packet.rate_regulated;
         let queue = port.queue.len() as f64;
         let Some(feedback) = port.bcn.on_arrival(&cfg, queue, tagged, &mut port.rng) else {
             return;

@@ -61,6 +61,9 @@ pub struct Packet {
     /// Counted in its flow's bytes waiting at its source host's NIC (small-queue
     /// backpressure) until it leaves that queue.
     pub nic_queued: bool,
+    /// Sent under a BCN rate regulator (the regulator tag of IEEE 802.1 BCN): congestion
+    /// points may then answer with positive feedback.
+    pub rate_regulated: bool,
     /// Hops left (IP time-to-live): set when the packet enters the network, one less at
     /// every switch, dropped there when none are left, so a forwarding loop ends.
     pub ttl: u8,

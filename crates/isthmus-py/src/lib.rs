@@ -904,6 +904,87 @@ impl Engine {
             .map_err(value_error)
     }
 
+    /// Adds a persistent TCP (tcp, dctcp or cubic) connection that writes messages of
+    /// `sizes` bytes in turn, message i followed by `thinks[i]` ps after it completes,
+    /// none at or after `stop`; returns its flow id.
+    #[allow(clippy::too_many_arguments)]
+    fn add_message_flow(
+        &mut self,
+        src: u32,
+        dst: u32,
+        sizes: Vec<u64>,
+        thinks: Vec<u64>,
+        start: u64,
+        stop: u64,
+        tcp: TcpArgs,
+        transport: &str,
+    ) -> PyResult<u32> {
+        self.inner
+            .add_message_flow(src, dst, sizes, thinks, start, stop, &tcp.config(transport))
+            .map_err(value_error)
+    }
+
+    /// Every message of every message stream: columns flow, index, size, start_ps,
+    /// finish_ps (-1: not complete).
+    fn message_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m: Vec<_> = self.inner.message_records().collect();
+        dict_of(
+            py,
+            vec![
+                (
+                    "flow",
+                    column(py, m.iter().map(|x| x.0).collect::<Vec<_>>()),
+                ),
+                (
+                    "index",
+                    column(py, m.iter().map(|x| x.1).collect::<Vec<_>>()),
+                ),
+                (
+                    "size",
+                    column(py, m.iter().map(|x| x.2.size).collect::<Vec<_>>()),
+                ),
+                (
+                    "start_ps",
+                    column(py, m.iter().map(|x| x.2.start).collect::<Vec<_>>()),
+                ),
+                (
+                    "finish_ps",
+                    column(
+                        py,
+                        m.iter().map(|x| opt_i64(x.2.finish)).collect::<Vec<_>>(),
+                    ),
+                ),
+            ],
+        )
+    }
+
+    /// Puts TCP flow `flow` under a BCN rate regulator with IBCN's reaction-point
+    /// parameters at `line_rate`, restarting after STOP at `fair_share`.
+    #[allow(clippy::too_many_arguments)]
+    fn regulate_with_bcn(
+        &mut self,
+        flow: u32,
+        line_rate: u64,
+        fair_share: u64,
+        ru: u64,
+        gi: f64,
+        gd: f64,
+        min_pause: u64,
+        max_pause: u64,
+    ) -> PyResult<()> {
+        let cfg = isthmus_core::transport::bcn::BcnSourceConfig {
+            ru,
+            gi,
+            gd,
+            min_pause,
+            max_pause,
+            ..isthmus_core::transport::bcn::BcnSourceConfig::ibcn(line_rate, fair_share)
+        };
+        self.inner
+            .regulate_with_bcn(flow, &cfg)
+            .map_err(value_error)
+    }
+
     /// Puts every later packet of `flow` in traffic class `priority`.
     fn set_flow_priority(&mut self, flow: u32, priority: u8) -> PyResult<()> {
         self.inner

@@ -33,8 +33,6 @@ pub const PROTO_BCN: u8 = 0xFD;
 /// Feedback frame size on the wire.
 pub const FEEDBACK_BYTES: u32 = 64;
 const UDP_HEADER_BYTES: u32 = 28;
-/// Tag bit a regulated source sets on its packets.
-pub const RATE_REGULATED: u32 = 1;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BcnPointConfig {
@@ -212,97 +210,40 @@ impl BcnSourceConfig {
     }
 }
 
-/// A rate-regulated source: constant-rate datagrams at the regulator's rate.
-pub struct BcnSource {
+/// A reaction point's rate regulator: absent (line rate) until the first negative
+/// feedback, then adjusted by every feedback frame; a STOP pauses it. Datagram sources
+/// (`BcnSource`) and TCP flows regulated by BCN share it.
+pub struct RateRegulator {
     pub cfg: BcnSourceConfig,
-    remaining: u64,
-    stop: Time,
     /// The regulator's rate, once installed.
     pub regulator: Option<f64>,
-    paused_until: Time,
+    /// Sending is paused until then (a STOP).
+    pub paused_until: Time,
     rng: Rng,
-    pub done: bool,
+    /// Feedback received: positive, NORMAL, STOP.
     pub feedback: [u64; 3],
-    seq: u32,
 }
 
-impl BcnSource {
-    pub fn new(cfg: BcnSourceConfig, size: u64, stop: Time, rng: Rng) -> BcnSource {
-        BcnSource {
+impl RateRegulator {
+    pub fn new(cfg: BcnSourceConfig, rng: Rng) -> RateRegulator {
+        RateRegulator {
             cfg,
-            remaining: if size == 0 { u64::MAX } else { size },
-            stop,
             regulator: None,
             paused_until: 0,
             rng,
-            done: false,
             feedback: [0; 3],
-            seq: 0,
         }
     }
 
-    /// What it sends at now: the regulator's rate (line rate without one), at most its
-    /// offered load.
+    /// What the source may send at: the regulator's rate (line rate without one), at
+    /// most its offered load.
     pub fn rate(&self) -> f64 {
         self.regulator
             .unwrap_or(self.cfg.line_rate as f64)
             .min(self.cfg.max_rate as f64)
     }
 
-    pub fn on_timer(
-        &mut self,
-        flow: u32,
-        ports: (u16, u16),
-        now: Time,
-        record: &mut FlowRecord,
-        out: &mut Outbox,
-    ) {
-        if self.done {
-            return;
-        }
-        if now >= self.stop || self.remaining == 0 {
-            self.done = true;
-            return;
-        }
-        if now < self.paused_until {
-            out.timers.push((self.paused_until, 0));
-            return;
-        }
-        let payload = (self.cfg.packet_size - UDP_HEADER_BYTES)
-            .min(self.remaining.min(u32::MAX as u64) as u32);
-        let mut pkt = Packet {
-            src: record.src,
-            dst: record.dst,
-            src_port: ports.0,
-            dst_port: ports.1,
-            proto: PROTO_UDP,
-            size: payload + UDP_HEADER_BYTES,
-            payload,
-            seq: self.seq,
-            flow,
-            created: now,
-            remaining: self.remaining,
-            ..Default::default()
-        };
-        if self.regulator.is_some() {
-            pkt.tag[0] = RATE_REGULATED;
-        }
-        self.seq = self.seq.wrapping_add(1);
-        if self.remaining != u64::MAX {
-            self.remaining -= payload as u64;
-        }
-        record.packets_sent += 1;
-        record.bytes_sent += payload as u64;
-        out.packets.push(pkt);
-        let next = now + serialization_time(payload + UDP_HEADER_BYTES, self.rate() as Rate);
-        if self.remaining == 0 || next >= self.stop {
-            self.done = true;
-        } else {
-            out.timers.push((next, 0));
-        }
-    }
-
-    /// A feedback frame from a congestion point reached this source.
+    /// A feedback frame from a congestion point reached the source.
     pub fn on_feedback(&mut self, feedback: Feedback, now: Time) {
         let line = self.cfg.line_rate as f64;
         let min = self.cfg.min_rate as f64;
@@ -335,6 +276,86 @@ impl BcnSource {
                 let restart = (self.cfg.restart_rate as f64).min(self.rate());
                 self.regulator = Some(restart.clamp(min, line));
             }
+        }
+    }
+}
+
+/// A rate-regulated source: constant-rate datagrams at the regulator's rate.
+pub struct BcnSource {
+    pub reaction: RateRegulator,
+    remaining: u64,
+    stop: Time,
+    pub done: bool,
+    seq: u32,
+}
+
+impl BcnSource {
+    pub fn new(cfg: BcnSourceConfig, size: u64, stop: Time, rng: Rng) -> BcnSource {
+        BcnSource {
+            reaction: RateRegulator::new(cfg, rng),
+            remaining: if size == 0 { u64::MAX } else { size },
+            stop,
+            done: false,
+            seq: 0,
+        }
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.reaction.rate()
+    }
+
+    pub fn on_feedback(&mut self, feedback: Feedback, now: Time) {
+        self.reaction.on_feedback(feedback, now);
+    }
+
+    pub fn on_timer(
+        &mut self,
+        flow: u32,
+        ports: (u16, u16),
+        now: Time,
+        record: &mut FlowRecord,
+        out: &mut Outbox,
+    ) {
+        if self.done {
+            return;
+        }
+        if now >= self.stop || self.remaining == 0 {
+            self.done = true;
+            return;
+        }
+        if now < self.reaction.paused_until {
+            out.timers.push((self.reaction.paused_until, 0));
+            return;
+        }
+        let cfg = &self.reaction.cfg;
+        let payload =
+            (cfg.packet_size - UDP_HEADER_BYTES).min(self.remaining.min(u32::MAX as u64) as u32);
+        out.packets.push(Packet {
+            src: record.src,
+            dst: record.dst,
+            src_port: ports.0,
+            dst_port: ports.1,
+            proto: PROTO_UDP,
+            size: payload + UDP_HEADER_BYTES,
+            payload,
+            seq: self.seq,
+            flow,
+            created: now,
+            remaining: self.remaining,
+            rate_regulated: self.reaction.regulator.is_some(),
+            ..Default::default()
+        });
+        self.seq = self.seq.wrapping_add(1);
+        if self.remaining != u64::MAX {
+            self.remaining -= payload as u64;
+        }
+        record.packets_sent += 1;
+        record.bytes_sent += payload as u64;
+        let next = now + serialization_time(payload + UDP_HEADER_BYTES, self.rate() as Rate);
+        if self.remaining == 0 || next >= self.stop {
+            self.done = true;
+        } else {
+            out.timers.push((next, 0));
         }
     }
 }
@@ -407,7 +428,7 @@ mod tests {
         );
         s.on_feedback(Feedback::Stop, 0);
         assert_eq!(s.rate(), 100e6);
-        assert!((200 * MS..=800 * MS).contains(&s.paused_until));
+        assert!((200 * MS..=800 * MS).contains(&s.reaction.paused_until));
         let capped = BcnSourceConfig {
             max_rate: 300_000_000,
             ..cfg

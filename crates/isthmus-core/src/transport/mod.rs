@@ -5,6 +5,7 @@
 pub mod bcn;
 pub mod cubic;
 pub mod dcqcn;
+pub mod messages;
 pub mod mptcp;
 pub mod reassembly;
 pub mod rtt;
@@ -14,7 +15,12 @@ pub mod timer;
 pub mod udp;
 
 use crate::packet::Packet;
-use crate::units::Time;
+use crate::units::{Rate, Time};
+
+/// Timer kinds a flow handles itself, above every transport's own kinds: its
+/// application's next message, and the end of a BCN STOP pause.
+const APP_TIMER: u32 = 30;
+const REGULATOR_TIMER: u32 = 31;
 
 /// What a transport asks of the engine after handling one event.
 #[derive(Default)]
@@ -86,11 +92,34 @@ pub struct Flow {
     pub transport: Transport,
     /// A datagram flow has ended: its source is done and nothing of it is in flight.
     pub settled: bool,
+    /// A TCP connection whose application writes successive messages.
+    pub messages: Option<Box<messages::MessageStream>>,
+    /// A TCP connection under a BCN rate regulator.
+    pub regulation: Option<Box<Regulation>>,
 }
 
-/// Why hold, release and pace do not apply to BCN sources and MPTCP connections.
+/// BCN's reaction point in front of a TCP sender: the regulator's rate paces the
+/// sender and a STOP holds it for the pause.
+pub struct Regulation {
+    pub reaction: bcn::RateRegulator,
+    paced: Option<Rate>,
+    held: bool,
+}
+
+impl Regulation {
+    pub fn new(reaction: bcn::RateRegulator) -> Regulation {
+        Regulation {
+            reaction,
+            paced: None,
+            held: false,
+        }
+    }
+}
+
+/// Why hold, release and pace do not apply to BCN sources, BCN-regulated connections
+/// and MPTCP connections.
 pub fn ungovernable(flow: u32) -> String {
-    format!("flow {flow} is a BCN source or an MPTCP connection; hold, release and pace apply to TCP, DCTCP, DCQCN and UDP flows")
+    format!("flow {flow} is a BCN source, a BCN-regulated connection or an MPTCP connection; hold, release and pace apply to TCP, DCTCP, DCQCN and UDP flows")
 }
 
 impl Flow {
@@ -98,6 +127,27 @@ impl Flow {
     // datagram flow, settled with losses: it ends without a finish time).
 
     pub fn on_timer(&mut self, flow: u32, now: Time, token: u32, out: &mut Outbox) -> bool {
+        if matches!(self.transport, Transport::Tcp(_)) {
+            match token {
+                APP_TIMER if self.messages.is_some() => {
+                    self.write_next_message(flow, now, out);
+                    self.mark_regulated(out);
+                    return false;
+                }
+                REGULATOR_TIMER if self.regulation.is_some() => {
+                    self.end_pause(flow, now, out);
+                    self.mark_regulated(out);
+                    return false;
+                }
+                _ => {}
+            }
+        }
+        let ended = self.transport_timer(flow, now, token, out);
+        self.mark_regulated(out);
+        ended
+    }
+
+    fn transport_timer(&mut self, flow: u32, now: Time, token: u32, out: &mut Outbox) -> bool {
         let ports = (self.src_port, self.dst_port);
         match &mut self.transport {
             Transport::Udp(u) => {
@@ -125,6 +175,24 @@ impl Flow {
 
     /// A packet of this flow reached its destination host.
     pub fn on_delivery(&mut self, flow: u32, pkt: &Packet, now: Time, out: &mut Outbox) -> bool {
+        if pkt.proto == bcn::PROTO_BCN && !matches!(self.transport, Transport::Bcn(_)) {
+            self.record.packets_delivered += 1;
+            if let Some(feedback) = bcn::Feedback::decode(pkt.tag) {
+                self.on_bcn_feedback(flow, feedback, now, out);
+            }
+            return false;
+        }
+        let ended = self.deliver(flow, pkt, now, out);
+        if let Some(stream) = self.messages.as_deref_mut() {
+            if let Some(due) = stream.on_delivered(self.record.bytes_delivered, now) {
+                out.timers.push((due, APP_TIMER));
+            }
+        }
+        self.mark_regulated(out);
+        ended
+    }
+
+    fn deliver(&mut self, flow: u32, pkt: &Packet, now: Time, out: &mut Outbox) -> bool {
         self.record.packets_delivered += 1;
         if pkt.payload > 0 && pkt.dst == self.record.dst {
             self.record.delay_sum_ps += now - pkt.created;
@@ -179,6 +247,9 @@ impl Flow {
         now: Time,
         out: &mut Outbox,
     ) -> Result<(), String> {
+        if self.regulation.is_some() {
+            return Err(ungovernable(flow));
+        }
         let ports = (self.src_port, self.dst_port);
         match &mut self.transport {
             Transport::Udp(u) => u.held = held,
@@ -203,6 +274,9 @@ impl Flow {
         now: Time,
         out: &mut Outbox,
     ) -> Result<(), String> {
+        if self.regulation.is_some() {
+            return Err(ungovernable(flow));
+        }
         let ports = (self.src_port, self.dst_port);
         match &mut self.transport {
             Transport::Udp(u) => u.pace(rate),
@@ -235,6 +309,84 @@ impl Flow {
                 subflow,
                 rate,
             );
+        }
+    }
+
+    /// The application writes its next message, or closes the connection when it has
+    /// none left.
+    fn write_next_message(&mut self, flow: u32, now: Time, out: &mut Outbox) {
+        let ports = (self.src_port, self.dst_port);
+        let (Some(stream), Transport::Tcp(t)) = (self.messages.as_deref_mut(), &mut self.transport)
+        else {
+            return;
+        };
+        let mut io = tcp::Io::new(flow, now, ports, &mut self.record, out);
+        match stream.write_next(now) {
+            Some(size) => t.write(&mut io, size),
+            None => t.close(&mut io),
+        }
+    }
+
+    /// BCN feedback reached a regulated TCP sender: the regulator's new rate paces it,
+    /// a STOP holds it until the pause ends. Feedback for an unregulated one is counted
+    /// and ignored.
+    fn on_bcn_feedback(&mut self, flow: u32, feedback: bcn::Feedback, now: Time, out: &mut Outbox) {
+        let ports = (self.src_port, self.dst_port);
+        let (Some(reg), Transport::Tcp(t)) = (self.regulation.as_deref_mut(), &mut self.transport)
+        else {
+            return;
+        };
+        reg.reaction.on_feedback(feedback, now);
+        let mut io = tcp::Io::new(flow, now, ports, &mut self.record, out);
+        if reg.reaction.paused_until > now && !reg.held {
+            reg.held = true;
+            t.set_held(&mut io, true);
+            io.out
+                .timers
+                .push((reg.reaction.paused_until, REGULATOR_TIMER));
+        }
+        let rate = reg
+            .reaction
+            .regulator
+            .map(|_| reg.reaction.rate().max(1.0) as Rate);
+        if rate != reg.paced {
+            reg.paced = rate;
+            t.set_pace(&mut io, rate);
+        }
+        self.mark_regulated(out);
+    }
+
+    /// A STOP pause may be over (a later STOP may have extended it).
+    fn end_pause(&mut self, flow: u32, now: Time, out: &mut Outbox) {
+        let ports = (self.src_port, self.dst_port);
+        let (Some(reg), Transport::Tcp(t)) = (self.regulation.as_deref_mut(), &mut self.transport)
+        else {
+            return;
+        };
+        if !reg.held {
+            return;
+        }
+        if now < reg.reaction.paused_until {
+            out.timers
+                .push((reg.reaction.paused_until, REGULATOR_TIMER));
+            return;
+        }
+        reg.held = false;
+        t.set_held(
+            &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
+            false,
+        );
+    }
+
+    /// A regulated TCP sender's data packets carry the regulator tag while it has one.
+    fn mark_regulated(&self, out: &mut Outbox) {
+        let Some(reg) = self.regulation.as_deref() else {
+            return;
+        };
+        if reg.reaction.regulator.is_some() {
+            for pkt in out.packets.iter_mut().filter(|p| p.src == self.record.src) {
+                pkt.rate_regulated = true;
+            }
         }
     }
 

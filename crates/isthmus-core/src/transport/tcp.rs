@@ -218,6 +218,9 @@ pub struct TcpFlow {
     /// A timed source (iperf-like): the application writes `.1`-byte chunks until `.0`;
     /// the size is fixed when the deadline passes.
     writes_until: Option<(Time, u64)>,
+    /// Stream offset up to which the application has written (a message stream);
+    /// u64::MAX when the whole size is there from the start.
+    written: u64,
     iss: u32,
     // ---- sender (on the source host) ----
     phase: Phase,
@@ -271,6 +274,7 @@ impl TcpFlow {
             cfg,
             size,
             writes_until: None,
+            written: u64::MAX,
             iss,
             phase: Phase::Idle,
             syn_sent_at: 0,
@@ -322,6 +326,47 @@ impl TcpFlow {
     pub fn write_until(&mut self, deadline: Time, write_size: u64) {
         self.size = u64::MAX / 4;
         self.writes_until = Some((deadline, write_size));
+    }
+
+    /// Makes this a message stream: nothing is sent until the application writes, and
+    /// the FIN only follows `close`.
+    pub fn open_stream(&mut self) {
+        self.size = u64::MAX / 4;
+        self.written = 0;
+    }
+
+    /// The application writes `bytes` more (a message stream).
+    pub fn write(&mut self, io: &mut Io, bytes: u64) {
+        self.written += bytes;
+        if self.phase == Phase::Established {
+            self.send_data(io);
+        }
+    }
+
+    /// The application writes nothing more: the size is what it wrote, then the FIN.
+    pub fn close(&mut self, io: &mut Io) {
+        self.size = self.written.min(self.size);
+        self.written = u64::MAX;
+        io.record.size = self.size;
+        if self.phase == Phase::Established {
+            self.send_data(io);
+        }
+    }
+
+    /// One past the last offset the sender may send now: the data written so far, then
+    /// the FIN once the application has closed.
+    fn sendable_end(&self) -> u64 {
+        if self.written >= self.size {
+            self.end()
+        } else {
+            self.written
+        }
+    }
+
+    /// Everything the application wrote so far is acknowledged (a stream between
+    /// messages, or a finished flow): no retransmission timer is due.
+    fn all_acked(&self) -> bool {
+        self.snd_una == self.end() || self.snd_una == self.written
     }
 
     fn close_writes_if_due(&mut self, io: &mut Io) {
@@ -424,7 +469,7 @@ impl TcpFlow {
                 self.send_syn(io);
             }
             Phase::Established => {
-                if self.snd_una == self.end() {
+                if self.all_acked() {
                     return;
                 }
                 io.record.timeouts += 1;
@@ -543,10 +588,11 @@ impl TcpFlow {
                 at_nic += len + self.header_bytes() as u64;
                 continue;
             }
-            if self.held || self.snd_nxt >= self.end() {
+            if self.held || self.snd_nxt >= self.sendable_end() {
                 break;
             }
-            let len = mss.min(self.size - self.snd_nxt.min(self.size));
+            let limit = self.size.min(self.written);
+            let len = mss.min(limit - self.snd_nxt.min(limit));
             if self.snd_nxt + len > self.snd_una + self.cfg.rwnd {
                 break;
             }
@@ -569,8 +615,9 @@ impl TcpFlow {
         let nic_limit = self.small_queue_limit();
         // What this call hands the NIC counts at once: the packets reach it afterwards.
         let mut at_nic = io.record.nic_queued_bytes;
-        while self.snd_nxt < self.end() {
-            let len = mss.min(self.size - self.snd_nxt.min(self.size));
+        let limit = self.size.min(self.written);
+        while self.snd_nxt < self.sendable_end() {
+            let len = mss.min(limit - self.snd_nxt.min(limit));
             let fin = self.snd_nxt + len == self.size;
             if self.snd_nxt > self.snd_una && self.snd_nxt + len > self.snd_una + window {
                 break;
@@ -634,7 +681,8 @@ impl TcpFlow {
 
     /// Retransmits the segment starting at the first unacknowledged byte.
     fn retransmit_first(&mut self, io: &mut Io) {
-        let len = (self.cfg.mss as u64).min(self.size.saturating_sub(self.snd_una));
+        let limit = self.size.min(self.written);
+        let len = (self.cfg.mss as u64).min(limit.saturating_sub(self.snd_una));
         let fin = self.snd_una + len == self.size;
         self.send_segment(io, self.snd_una, len, fin);
     }
@@ -745,7 +793,7 @@ impl TcpFlow {
             }
         }
         self.dupacks = 0;
-        if self.snd_una == self.end() {
+        if self.all_acked() {
             self.rto_timer.cancel();
         } else {
             self.rto_timer
@@ -850,13 +898,14 @@ impl TcpFlow {
     fn record_delivery(&mut self, io: &mut Io, before: u64) -> bool {
         let delivered_before = before.min(self.size);
         let delivered = self.rcv_nxt.min(self.size);
-        if delivered == delivered_before {
-            return false;
-        }
         let r = &mut *io.record;
-        r.bytes_delivered = delivered;
-        r.first_delivery.get_or_insert(io.now);
-        r.last_delivery = Some(io.now);
+        if delivered > delivered_before {
+            r.bytes_delivered = delivered;
+            r.first_delivery.get_or_insert(io.now);
+            r.last_delivery = Some(io.now);
+        }
+        // A message stream's data may all be there before its close sets the size: its
+        // FIN then finishes it.
         if delivered == self.size && r.finish.is_none() {
             r.finish = Some(io.now);
             return true;

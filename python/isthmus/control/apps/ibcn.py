@@ -50,10 +50,14 @@ class Ibcn(Controller):
         self.interval = time_ps(interval)
         if self.interval <= 0:
             raise ValueError(f"interval must be a positive duration, got {interval!r}")
-        if forecaster is None and training_polls < window + horizon + 5:
+        # The last fifth of the training polls is held out for early stopping and must
+        # hold one window and its horizon.
+        least = 5 * (window + horizon)
+        if forecaster is None and training_polls < least:
             raise ValueError(
                 f"IBCN needs a fitted forecaster, or training_polls (got {training_polls}) of "
-                f"at least window + horizon + 5 = {window + horizon + 5} to fit one on"
+                f"at least 5 x (window + horizon) = {least}: its last fifth, held out for "
+                "early stopping, must hold one window and horizon"
             )
         if forecaster is not None and not forecaster.fitted:
             raise ValueError("the forecaster IBCN is given must be fitted (call fit first)")

@@ -1,0 +1,19 @@
+"""IBCN (Tran, Nguyen, Souihi, Mellouk, "Towards a Novel Congestion Notification
+Algorithm for Software-Defined Data Center Networks"), both halves of its evaluation:
+how well each forecaster predicts BCN queues (`prediction`), and what BCN driven by the
+forecasts does for transactions and continuous senders (`congestion`).
+"""
+
+from __future__ import annotations
+
+NAME = "ibcn"
+TITLE = "IBCN (Tran et al.): forecast BCN queues (LSTM vs ARMA/ARAR/HW) and BCN driven by them"
+
+from isthmus.studies.ibcn.prediction import (  # noqa: E402
+    MODEL_OPTIONS,
+    QUICK,
+    collect,
+)
+from isthmus.studies.ibcn.study import run, table  # noqa: E402
+
+__all__ = ["MODEL_OPTIONS", "NAME", "QUICK", "TITLE", "collect", "run", "table"]
