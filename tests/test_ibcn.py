@@ -106,10 +106,36 @@ def test_the_prediction_study_measures_every_model_on_the_papers_dataset(monkeyp
     # 8 switches; the aggregation switch above the destinations' edge is the bottleneck.
     assert data.shape == (300, 8)
     assert data[:, 1].mean() > 20 and data[:, 0].max() == 0
+    from isthmus.studies.ibcn import study as both
+
+    monkeypatch.setitem(both.QUICK, "scenario1", ("none", "bcn"))
+    monkeypatch.setitem(both.QUICK, "scenario2", ())
+    monkeypatch.setitem(both.QUICK, "loads", ())
     results = study.run(quick=True, seeds=[1])
     table = study.table(results)
     rows = {row[0]: row for row in table.rows}
     assert rows["error | lstm"][2] == "3.7" and rows["error | arma"][2] == "41.3"
     assert "LSTM layers | 1" in rows
+    assert rows["scenario1 TPS | bcn"][2] == "7,124" and rows["scenario1 TPS | none"][1]
     for name in study.MODEL_OPTIONS:
         assert np.isfinite(results["runs"][0]["models"][name]["mse"])
+
+
+def test_bcn_and_ibcn_act_on_the_studys_continuous_senders():
+    """Scenario 2 on a short time scale: BCN regulating the 48 TCP senders halves the
+    packets' delay against no congestion management, and IBCN forecasts every poll
+    after its training polls."""
+    from isthmus.studies.ibcn import congestion
+
+    scale = congestion.TimeScale("short", 1e-3, "200us", "800us", 75, 0.1)
+    none = congestion.scenario(2, "none", scale, epochs=2, continuous=True, bins=5)
+    bcn = congestion.scenario(2, "bcn", scale, epochs=2, continuous=True, bins=5)
+    assert bcn["delay_us"] < 0.7 * none["delay_us"], (bcn["delay_us"], none["delay_us"])
+    assert bcn["feedback"]["stop"] > 0 and "feedback" not in none
+    ibcn = congestion.scenario(2, "ibcn-holt_winters", scale, epochs=2, continuous=True, bins=5)
+    assert ibcn["rounds_predicted"] == 100, "one forecast a poll from the end of training"
+    assert ibcn["control_bytes"] == 175 * 8 * (8 + 104)
+    transactions = congestion.scenario(2, "bcn", scale, epochs=2, bins=5)
+    # 48 closed loops of 10 KB with 1-5 ms of thinking: at most 48 / 1 ms a second.
+    assert 0 < transactions["tps"] < 48 / 1e-3
+    assert transactions["transaction_ms"] > 0

@@ -241,3 +241,76 @@ def test_a_nic_serving_its_queue_pairs_round_robin_lets_a_small_message_past_big
     # Three flows share 25 Gb/s: 10 KB takes about 3 x 3.3 us, plus the path.
     assert round_robin < 20, round_robin
     assert fifo > 5 * round_robin, (fifo, round_robin)
+
+
+def test_a_message_flow_writes_each_message_after_the_last_completes_and_its_think_time():
+    hosts = ["a", "b"]
+    sim = Simulation(Topology.custom(hosts, ["s"], [("a", "s", Link()), ("s", "b", Link())]))
+    thinks = np.array([2, 3, 4]) * 1_000_000_000  # 2, 3, 4 ms
+    flow = sim.add_message_flow(0, 1, [30_000, 1_000, 500_000], thinks, stop="1s")
+    sim.run("100ms")
+    m = sim.messages()
+    assert m["index"].tolist() == [0, 1, 2] and set(m["flow"].tolist()) == {flow}
+    assert m["size"].tolist() == [30_000, 1_000, 500_000]
+    assert (m["finish_ps"] > m["start_ps"]).all()
+    assert (m["start_ps"][1:] == m["finish_ps"][:-1] + thinks[:-1]).all()
+    row = {k: v[flow] for k, v in sim.flows().items()}
+    assert row["size_bytes"] == 531_000 and row["bytes_delivered"] == 531_000
+    assert row["finish_ps"] >= m["finish_ps"][-1], "closed after the last message"
+    assert row["timeouts"] == 0
+
+
+def test_message_flows_and_bcn_regulation_refuse_what_they_cannot_do():
+    sim = _star()
+    with pytest.raises(ValueError, match="one entry per message: 2 sizes, 1 think"):
+        sim.add_message_flow(0, 2, [1, 2], [1])
+    with pytest.raises(ValueError, match="message 1 has size 0"):
+        sim.add_message_flow(0, 2, [1, 0], [1, 1])
+    with pytest.raises(ValueError, match="transport must be tcp, dctcp or cubic"):
+        sim.add_message_flow(0, 2, [1], [1], transport="mptcp")
+    udp = sim.add_udp_flow(0, 2, "1Gbps", stop="1ms")
+    with pytest.raises(ValueError, match="not a TCP connection"):
+        sim.regulate_with_bcn(udp, fair_share="1Gbps")
+    with pytest.raises(ValueError, match="flow 9 does not exist"):
+        sim.regulate_with_bcn(9, fair_share="1Gbps")
+    hosts = ["a", "b"]
+    plain = Simulation(Topology.custom(hosts, ["s"], [("a", "s", Link()), ("s", "b", Link())]))
+    tcp = plain.add_tcp_flow(0, 1, "10KB", transport="tcp")
+    with pytest.raises(ValueError, match="BCN congestion points are off"):
+        plain.regulate_with_bcn(tcp, fair_share="1Gbps")
+
+
+def test_bcn_regulated_tcp_senders_keep_the_queue_off_the_buffer_limit():
+    """Eight long-running TCP senders into one 1 Gb/s port with a 1000-packet buffer:
+    alone they fill it and lose packets; behind BCN regulators (restarting at 100 Mb/s
+    after a STOP, below the 125 Mb/s fair share so a STOP frees capacity) the queue
+    stays far below the limit with nothing lost and the port still busy."""
+    senders = [f"h{i}" for i in range(8)]
+    topology = Topology.custom(
+        [*senders, "rx"], ["s"], [(h, "s", Link("1Gbps", "1us")) for h in [*senders, "rx"]]
+    )
+
+    def run(regulated: bool) -> dict:
+        sim = Simulation(topology, switch_queue="1000pkts", bcn={}, sample_interval="1ms")
+        for src in range(len(senders)):
+            flow = sim.add_bulk_flow(src, len(senders), "40ms", transport="tcp")
+            if regulated:
+                sim.regulate_with_bcn(
+                    flow, fair_share="100Mbps", min_pause="100us", max_pause="200us"
+                )
+        sim.run("40ms")
+        ports = sim.ports()
+        rx, switch = sim.node_index("rx"), sim.node_index("s")
+        port = int(np.flatnonzero((ports["node"] == switch) & (ports["peer_node"] == rx))[0])
+        return {
+            "peak": int(ports["max_queue_packets"][port]),
+            "drops": int(ports["drop_packets"].sum()),
+            "gbps": sim.flows()["bytes_delivered"].sum() * 8 / 0.04 / 1e9,
+            "feedback": {k: int(v.sum()) for k, v in sim.bcn().items() if k != "port_index"},
+        }
+
+    free, regulated = run(False), run(True)
+    assert free["peak"] == 1000 and free["drops"] > 0, free
+    assert regulated["drops"] == 0 and regulated["peak"] < 400, regulated
+    assert regulated["gbps"] > 0.9, regulated
+    assert regulated["feedback"]["normal"] > 0 and regulated["feedback"]["stop"] > 0
