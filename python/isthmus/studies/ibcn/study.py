@@ -131,6 +131,7 @@ FIGURES = {
         ("Mb/s per source", "per_source_mbps", 2, 0),
         ("std across sources %", "source_std_pct", 1, 1),
         ("std over time %", "time_std_pct", 1, None),
+        ("bottleneck use %", "bottleneck_util_pct", 1, None),
         ("delay us", "delay_us", 1, None),
     ),
     "load": (("Gb/s", "goodput_gbps", 3, None),),
