@@ -14,7 +14,8 @@
 //!    the more congested class) decides the feedback, and their mean replaces q in e
 //!    (e_IBCN = −(mean − Qeq + w·(q − q_prev)), the change still measured).
 //!
-//! The reaction point (`BcnSource`) starts at line rate without a regulator; the first
+//! The reaction point (`RateRegulator`: a datagram `BcnSource`'s, or one in front of a
+//! TCP sender, which it paces and holds) starts at line rate without a regulator; the first
 //! negative feedback installs one at line rate. On positive or NORMAL feedback it sets
 //! r ← r + Gi·e·Ru when e > 0 and r ← r·(1 + Gd·e) when e < 0 (e saturated so one message at most halves
 //! the rate); on STOP it pauses for a time uniform in [`min_pause`, `max_pause`] and
