@@ -128,14 +128,15 @@ def test_bcn_and_ibcn_act_on_the_studys_continuous_senders():
     from isthmus.studies.ibcn import congestion
 
     scale = congestion.TimeScale("short", 1e-3, "200us", "800us", 75, 0.1)
-    none = congestion.scenario(2, "none", scale, epochs=2, continuous=True, bins=5)
-    bcn = congestion.scenario(2, "bcn", scale, epochs=2, continuous=True, bins=5)
+    continuous = congestion.Workload(continuous=True)
+    none = congestion.scenario(2, "none", scale, 2, continuous, bins=5)
+    bcn = congestion.scenario(2, "bcn", scale, 2, continuous, bins=5)
     assert bcn["delay_us"] < 0.7 * none["delay_us"], (bcn["delay_us"], none["delay_us"])
     assert bcn["feedback"]["stop"] > 0 and "feedback" not in none
-    ibcn = congestion.scenario(2, "ibcn-holt_winters", scale, epochs=2, continuous=True, bins=5)
+    ibcn = congestion.scenario(2, "ibcn-holt_winters", scale, 2, continuous, bins=5)
     assert ibcn["rounds_predicted"] == 100, "one forecast a poll from the end of training"
     assert ibcn["control_bytes"] == 175 * 8 * (8 + 104)
-    transactions = congestion.scenario(2, "bcn", scale, epochs=2, bins=5)
+    transactions = congestion.scenario(2, "bcn", scale, 2, congestion.Workload(), bins=5)
     # 48 closed loops of 10 KB with 1-5 ms of thinking: at most 48 / 1 ms a second.
     assert 0 < transactions["tps"] < 48 / 1e-3
     assert transactions["transaction_ms"] > 0

@@ -87,21 +87,25 @@ def network(seed: int, scheme: str) -> Simulation:
     return Simulation(tree(), seed=seed, switch_queue="200pkts", bcn=bcn, tcp=dict(TCP))
 
 
+@dataclass(frozen=True)
+class Workload:
+    """Scenario 1 by default; `continuous` senders (scenario 2); or transactions at an
+    offered `load` (the sweep)."""
+
+    continuous: bool = False
+    load: float | None = None
+
+
 def add_sources(
-    sim: Simulation,
-    scheme: str,
-    scale: TimeScale,
-    end_s: float,
-    *,
-    continuous: bool = False,
-    load: float | None = None,
+    sim: Simulation, scheme: str, scale: TimeScale, end_s: float, workload: Workload
 ) -> list[int]:
     """The 48 connections of a scenario; returns their flow ids."""
     rng = np.random.default_rng([sim.seed, 1709])
+    load = workload.load
     flows = []
     for i, src in enumerate(SOURCES):
         dst = i % DESTINATIONS
-        if continuous:
+        if workload.continuous:
             flow = sim.add_bulk_flow(src, dst, _ps(end_s), transport="tcp")
         else:
             if load is None:
@@ -171,19 +175,12 @@ class Snapshot:
 
 
 def scenario(
-    seed: int,
-    scheme: str,
-    scale: TimeScale,
-    epochs: int,
-    *,
-    continuous: bool = False,
-    load: float | None = None,
-    bins: int = 20,
+    seed: int, scheme: str, scale: TimeScale, epochs: int, workload: Workload, bins: int = 20
 ) -> dict:
-    """One run of scenario 1 (transactions), 2 (`continuous`) or the sweep (`load`)."""
+    """One run of a workload under a scheme, measured in `bins` intervals."""
     end_s = scale.warmup_s + scale.measure_s
     sim = network(seed, scheme)
-    flows = add_sources(sim, scheme, scale, end_s, continuous=continuous, load=load)
+    flows = add_sources(sim, scheme, scale, end_s, workload)
     plane = ControlPlane(sim)
     ibcn = controller(scheme, scale, epochs)
     if ibcn is not None:

@@ -44,16 +44,21 @@ QUICK = {
 
 def _jobs(settings: dict) -> list[tuple[str, str, dict]]:
     """(experiment, scheme, keyword arguments of `congestion.scenario`) per run of a seed."""
-    scale = settings["scale"]
-    jobs = [("scenario1", s, {"scale": scale}) for s in settings["scenario1"]]
-    jobs += [("scenario2", s, {"scale": scale, "continuous": True}) for s in settings["scenario2"]]
+    scale, paper = settings["scale"], settings["paper_scale"]
+    transactions, continuous = congestion.Workload(), congestion.Workload(continuous=True)
+    jobs = [
+        ("scenario1", s, {"scale": scale, "workload": transactions}) for s in settings["scenario1"]
+    ]
     jobs += [
-        (f"load {load:.1f}", s, {"scale": scale, "load": load})
+        ("scenario2", s, {"scale": scale, "workload": continuous}) for s in settings["scenario2"]
+    ]
+    jobs += [
+        (f"load {load:.1f}", s, {"scale": scale, "workload": congestion.Workload(load=load)})
         for load in settings["loads"]
         for s in settings["sweep_schemes"]
     ]
     jobs += [
-        ("scenario1 paper", s, {"scale": settings["paper_scale"]})
+        ("scenario1 paper", s, {"scale": paper, "workload": transactions})
         for s in settings["paper_schemes"]
     ]
     return jobs
@@ -103,23 +108,6 @@ def _cell(values: list[float], digits: int) -> str:
     return f"{mean:,.{digits}f} ± {half:,.{digits}f}"
 
 
-def _welch_lower(a: list[float], b: list[float]) -> float:
-    """Lower end of the 95 % Welch interval of mean(a) - mean(b)."""
-    from scipy import stats
-
-    a_arr, b_arr = np.asarray(a, float), np.asarray(b, float)
-    diff = a_arr.mean() - b_arr.mean()
-    if len(a_arr) < 2 or len(b_arr) < 2:
-        # One seed has no interval: nothing is shown beyond noise.
-        return float("-inf")
-    va, vb = a_arr.var(ddof=1) / len(a_arr), b_arr.var(ddof=1) / len(b_arr)
-    se = np.sqrt(va + vb)
-    if se == 0:
-        return diff
-    dof = (va + vb) ** 2 / (va**2 / (len(a_arr) - 1) + vb**2 / (len(b_arr) - 1))
-    return diff - stats.t.ppf(0.975, dof) * se
-
-
 # What each experiment's rows show: (label, result key, decimals, paper column index).
 FIGURES = {
     "scenario1": (
@@ -161,8 +149,86 @@ def _congestion_rows(runs: list[dict]) -> list[list[str]]:
     return rows
 
 
+# The paper's comparisons: (statement, experiment, figure, winner, loser, higher wins).
+CLAIMS = (
+    (
+        "Scenario 1: BCN completes more transactions per second than no congestion "
+        "management (paper: 7,124 vs 726)",
+        "scenario1",
+        "tps",
+        "bcn",
+        "none",
+        True,
+    ),
+    (
+        "Scenario 1: IBCN-LSTM completes more transactions per second than plain BCN "
+        "(paper: 8,217 vs 7,124, +15 %)",
+        "scenario1",
+        "tps",
+        "ibcn-lstm",
+        "bcn",
+        True,
+    ),
+    (
+        "Scenario 1: IBCN-LSTM delivers packets sooner than plain BCN (paper: 196.4 vs 215.8 us)",
+        "scenario1",
+        "delay_us",
+        "ibcn-lstm",
+        "bcn",
+        False,
+    ),
+    (
+        "Scenario 2: IBCN-LSTM shares the bottleneck more evenly than plain BCN (paper: "
+        "0.8 % vs 1.4 % standard deviation)",
+        "scenario2",
+        "source_std_pct",
+        "ibcn-lstm",
+        "bcn",
+        False,
+    ),
+    (
+        "Scenario 2: IBCN-LSTM's throughput is higher than plain BCN's (paper: 3.273 vs 2.984)",
+        "scenario2",
+        "per_source_mbps",
+        "ibcn-lstm",
+        "bcn",
+        True,
+    ),
+)
+
+
+def _has(runs: list[dict], spec: tuple) -> bool:
+    _, experiment, key, winner, loser, _ = spec
+    return bool(_by(runs, experiment, winner, key) and _by(runs, experiment, loser, key))
+
+
+def _claim(runs: list[dict], statement, experiment, key, winner, loser, higher_wins):
+    """Holds only where the 95 % Welch interval of the difference excludes zero."""
+    from isthmus.compare import welch_interval
+    from isthmus.studies import Claim
+
+    a = np.array(_by(runs, experiment, winner, key))
+    b = np.array(_by(runs, experiment, loser, key))
+    interval = welch_interval(b, a)  # of mean(winner) - mean(loser)
+    if interval is None:
+        return Claim(
+            statement,
+            False,
+            f"{winner} {a.mean():,.1f}, {loser} {b.mean():,.1f} "
+            f"({key}); one seed gives no interval",
+        )
+    low, high = interval
+    holds = low > 0 if higher_wins else high < 0
+    return Claim(
+        statement,
+        holds,
+        f"{key}: {winner} {a.mean():,.1f}, {loser} {b.mean():,.1f}; 95 % interval of the "
+        f"difference [{low:,.1f}, {high:,.1f}]",
+    )
+
+
 def table(results: dict):
-    from isthmus.studies import Claim, StudyTable
+    from isthmus.studies import StudyTable
 
     shown = prediction.table(results)
     rows = [[*row] for row in shown.rows]
@@ -174,45 +240,7 @@ def table(results: dict):
     runs = congestion_results["runs"]
     rows += _congestion_rows(runs)
 
-    def values(experiment: str, scheme: str, key: str) -> list[float]:
-        return _by(runs, experiment, scheme, key)
-
-    if values("scenario1", "bcn", "tps") and values("scenario1", "none", "tps"):
-        bcn, none = values("scenario1", "bcn", "tps"), values("scenario1", "none", "tps")
-        claims.append(
-            Claim(
-                "Scenario 1: BCN completes more transactions per second than no congestion "
-                "management (paper: 7,124 vs 726)",
-                _welch_lower(bcn, none) > 0,
-                f"BCN {np.mean(bcn):,.0f}, none {np.mean(none):,.0f} TPS; lower end of the "
-                f"95 % interval of the difference {_welch_lower(bcn, none):,.0f}",
-            )
-        )
-    if values("scenario1", "ibcn-lstm", "tps") and values("scenario1", "bcn", "tps"):
-        lstm, bcn = values("scenario1", "ibcn-lstm", "tps"), values("scenario1", "bcn", "tps")
-        claims.append(
-            Claim(
-                "Scenario 1: IBCN-LSTM completes more transactions per second than plain BCN "
-                "(paper: 8,217 vs 7,124, +15 %)",
-                _welch_lower(lstm, bcn) > 0,
-                f"IBCN-LSTM {np.mean(lstm):,.0f}, BCN {np.mean(bcn):,.0f} TPS "
-                f"({(np.mean(lstm) / max(np.mean(bcn), 1e-9) - 1) * 100:+.1f} %); lower end of "
-                f"the 95 % interval of the difference {_welch_lower(lstm, bcn):,.0f}",
-            )
-        )
-    if values("scenario2", "ibcn-lstm", "source_std_pct") and values(
-        "scenario2", "bcn", "source_std_pct"
-    ):
-        lstm = values("scenario2", "ibcn-lstm", "source_std_pct")
-        bcn = values("scenario2", "bcn", "source_std_pct")
-        claims.append(
-            Claim(
-                "Scenario 2: IBCN-LSTM shares more evenly than plain BCN (paper: 0.8 % vs "
-                "1.4 % standard deviation)",
-                _welch_lower(bcn, lstm) > 0,
-                f"std across sources: IBCN-LSTM {np.mean(lstm):.1f} %, BCN {np.mean(bcn):.1f} %",
-            )
-        )
+    claims += [_claim(runs, *spec) for spec in CLAIMS if _has(runs, spec)]
     scale = congestion_results["scale"]
     notes.append(
         f"Congestion management: {len({r['seed'] for r in runs})} seed(s); mean ± 95 % "
