@@ -53,12 +53,30 @@ class Topology:
         hosts_per_leaf: int,
         host_link: Link = Link("10Gbps", "1us"),
         fabric_link: Link = Link("40Gbps", "1us"),
+        links_per_pair: int = 1,
     ) -> Topology:
-        return cls(
-            _core.Topology.leaf_spine(
-                spines, leaves, hosts_per_leaf, host_link.as_core(), fabric_link.as_core()
+        """Every leaf wired to every spine by `links_per_pair` parallel links (ECMP
+        spreads flows over all of them); hosts h0, h1, ... on leaves in order."""
+        if isinstance(links_per_pair, bool) or not isinstance(links_per_pair, int):
+            raise ValueError(f"links_per_pair must be a whole number, got {links_per_pair!r}")
+        if links_per_pair < 1:
+            raise ValueError(f"links_per_pair must be at least 1, got {links_per_pair}")
+        if links_per_pair == 1:
+            return cls(
+                _core.Topology.leaf_spine(
+                    spines, leaves, hosts_per_leaf, host_link.as_core(), fabric_link.as_core()
+                )
             )
-        )
+        hosts = [f"h{i}" for i in range(leaves * hosts_per_leaf)]
+        links = [(h, f"leaf{i // hosts_per_leaf}", host_link) for i, h in enumerate(hosts)]
+        links += [
+            (f"leaf{leaf}", f"spine{spine}", fabric_link)
+            for leaf in range(leaves)
+            for spine in range(spines)
+            for _ in range(links_per_pair)
+        ]
+        switches = [f"spine{i}" for i in range(spines)] + [f"leaf{i}" for i in range(leaves)]
+        return cls.custom(hosts, switches, links)
 
     @classmethod
     def fat_tree(cls, k: int, host_link: Link = Link(), fabric_link: Link = Link()) -> Topology:

@@ -1,0 +1,204 @@
+"""ACC: every switch tunes its egress queues' ECN marking with multi-agent Double DQN
+(Yan et al., "ACC: Automatic ECN Tuning for High-Speed Datacenter Networks", SIGCOMM
+2021).
+
+1. One `Acc` agent per switch; one learner per egress queue it tunes (every port, the
+   traffic classes in `classes`), with its own Q-network (`isthmus.rl.ddqn`).
+2. Every `interval` the agent reads its own queues' counters and turns them into each
+   queue's observation and reward (`isthmus.rl.ecn_queues`: the last k = 3 intervals of
+   queue length, transmit rate, marked transmit rate, marked fraction and current
+   template; reward beta x utilisation + (1 - beta) x q_ref / (q_ref + q)).
+3. It stores each queue's transition (previous observation, template chosen, reward,
+   new observation) in that learner's memory.
+4. Idle queues are skipped: a queue whose length stayed below its template's Kmin, or
+   whose reward moved less than `flat` for 3 intervals, keeps its template and is
+   neither evaluated nor stored.
+5. The other queues' learners choose a template, all at once (one batched evaluation
+   per switch), epsilon-greedy; a changed template becomes one per-class ECN command
+   (`SwitchHandle.set_ecn(..., traffic_class=c)`), which leaves queued packets and
+   other classes alone.
+6. With `train` on, every `train_every` intervals each learner takes one Double-DQN step
+   on a batch of its memory.
+7. Every `share_every` intervals the agent pushes its learners' recent transitions to
+   the global memory all agents share (`SwitchHandle.shared`) and pulls `pull` samples
+   of it into each learner's memory (ACC's global experience replay).
+
+Offline pre-training is this same loop on training traffic; `save_models` and
+`read_models` carry the learners between runs (`torch.load(weights_only=True)`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from isthmus.control.plane import SwitchAgent, SwitchHandle
+from isthmus.rl.ecn_queues import NUM_TEMPLATES, QueueObserver, templates
+from isthmus.units import time_ps
+
+# The queue each learner's reward is measured against: DCQCN's production Kmin (100 KB
+# at 25 Gb/s, scaled with the link), a queue static settings already call congested.
+QUEUE_REF_BYTES_AT_25G = 100_000
+GLOBAL_MEMORY = "acc-global-memory"
+IDLE_INTERVALS = 3
+
+
+class Acc(SwitchAgent):
+    def __init__(
+        self,
+        switch: SwitchHandle,
+        *,
+        interval: int | str = "100us",
+        classes: tuple[int, ...] = (0,),
+        train: bool = True,
+        train_every: int = 4,
+        share_every: int = 50,
+        pull: int = 4,
+        history: int = 3,
+        beta: float = 0.5,
+        flat: float = 1e-3,
+        initial_template: int | None = None,
+        settings: Any = None,
+        pretrained: dict | None = None,
+        seed: int = 0,
+    ):
+        super().__init__(switch)
+        self.interval = time_ps(interval)
+        if self.interval <= 0:
+            raise ValueError(f"interval must be a positive duration, got {interval!r}")
+        for name, value in (("train_every", train_every), ("share_every", share_every)):
+            if value < 1:
+                raise ValueError(f"{name} counts control intervals: at least 1, got {value}")
+        self.classes = tuple(classes)
+        self.train, self.train_every = train, train_every
+        self.share_every, self.pull = share_every, pull
+        self.history, self.beta, self.flat = history, beta, flat
+        self.initial_template = initial_template
+        self.settings = settings
+        self.pretrained = pretrained
+        self.seed = seed
+        self.steps = 0
+        self.decisions = 0
+        self.skipped = 0
+        self.losses: list[float] = []
+        self.rewards: list[float] = []
+
+    def on_start(self) -> None:
+        from isthmus.rl.ddqn import DoubleDqn, DqnSettings, GlobalMemory
+
+        ports = self.switch.ports()
+        queues = self.switch.queues()
+        wanted = np.isin(queues["class"], self.classes)
+        self._rows = np.flatnonzero(wanted)
+        if self._rows.size == 0:
+            raise ValueError(
+                f"switch '{self.switch.name}' has no queue of classes {self.classes}; "
+                "its ports have classes 0.." + str(int(queues["class"].max()))
+            )
+        self.port = queues["port"][self._rows].astype(int)
+        self.traffic_class = queues["class"][self._rows].astype(int)
+        rates = ports["rate_bps"][self.port].astype(np.float64)
+        self.templates = [templates(rate) for rate in rates]
+        self.observer = QueueObserver(
+            rates, QUEUE_REF_BYTES_AT_25G * rates / 25e9, history=self.history, beta=self.beta
+        )
+        switch_seed = [self.seed, *self.switch.name.encode()]
+        self.dqn = DoubleDqn(
+            len(self._rows),
+            self.observer.state_dim,
+            NUM_TEMPLATES,
+            self.settings or DqnSettings(),
+            seed=int(np.random.default_rng(switch_seed).integers(2**31)),
+        )
+        if self.pretrained is not None:
+            if self.switch.name not in self.pretrained:
+                raise ValueError(
+                    f"the pretrained models have no learners for switch '{self.switch.name}'; "
+                    f"they have {', '.join(sorted(self.pretrained))}"
+                )
+            self.dqn.load_state_dict(self.pretrained[self.switch.name])
+        self.memory = self.switch.shared(GLOBAL_MEMORY, lambda: GlobalMemory(seed=self.seed))
+        start = self.initial_template
+        self.template = np.full(len(self._rows), start if start is not None else 0, dtype=int)
+        self._previous: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._flat_for = np.zeros(len(self._rows), dtype=int)
+        self._last_reward = np.zeros(len(self._rows), dtype=np.float32)
+        self._below_kmin_for = np.zeros(len(self._rows), dtype=int)
+        for learner in range(len(self._rows)):
+            self._apply(learner)
+        self.observer.observe(self._counters(), 0, self.template)
+        self.every(self.interval, self.step)
+
+    @property
+    def learners(self) -> int:
+        return len(self._rows)
+
+    def _counters(self) -> dict[str, np.ndarray]:
+        q = self.switch.queues()
+        return {
+            k: q[k][self._rows] for k in ("queue_bytes", "dequeued", "dequeued_bytes", "aqm_marks")
+        }
+
+    def _apply(self, learner: int) -> None:
+        kmin, kmax, pmax = self.templates[learner][self.template[learner]]
+        self.switch.set_ecn(
+            int(self.port[learner]),
+            f"{kmin}B",
+            f"{kmax}B",
+            pmax,
+            traffic_class=int(self.traffic_class[learner]),
+        )
+
+    def step(self) -> None:
+        counters = self._counters()
+        states, rewards, _ = self.observer.observe(counters, self.interval, self.template)
+        self.rewards.append(float(rewards.mean()))
+        if self._previous is not None:
+            acted, before, chosen = self._previous
+            if acted.size:
+                self.dqn.remember(
+                    acted, before[acted], chosen[acted], rewards[acted], states[acted]
+                )
+        kmin = np.array([t[i][0] for t, i in zip(self.templates, self.template, strict=True)])
+        below = counters["queue_bytes"] < kmin
+        self._below_kmin_for = np.where(below, self._below_kmin_for + 1, 0)
+        flat = np.abs(rewards - self._last_reward) < self.flat
+        self._flat_for = np.where(flat, self._flat_for + 1, 0)
+        self._last_reward = rewards
+        idle = (self._below_kmin_for >= IDLE_INTERVALS) | (self._flat_for >= IDLE_INTERVALS)
+        acting = np.flatnonzero(~idle)
+        self.skipped += int(idle.sum())
+        if acting.size:
+            chosen = self.dqn.act(states)
+            changed = acting[chosen[acting] != self.template[acting]]
+            self.template[acting] = chosen[acting]
+            for learner in changed:
+                self._apply(int(learner))
+            self.decisions += int(acting.size)
+        self._previous = (acting, states, self.template.copy())
+        self.steps += 1
+        if self.train and self.steps % self.train_every == 0:
+            loss = self.dqn.train_step()
+            if loss is not None:
+                self.losses.append(loss)
+        if self.steps % self.share_every == 0:
+            self.memory.push(self.dqn.recent(self.share_every))
+            if self.train:
+                self.memory.pull_into(self.dqn, self.pull)
+
+
+def save_models(agents: list[Acc], path: str | Path) -> None:
+    """Every agent's learners, by switch name, in one file."""
+    import torch
+
+    torch.save({a.switch.name: a.dqn.state_dict() for a in agents}, Path(path))
+
+
+def read_models(path: str | Path) -> dict:
+    """Learners saved by `save_models`, for `Acc(pretrained=...)` (read with
+    `torch.load(weights_only=True)`: tensors only, no code)."""
+    import torch
+
+    return torch.load(Path(path), weights_only=True)

@@ -1,0 +1,114 @@
+"""What a learner that tunes one egress queue's ECN marking sees, does and earns (ACC:
+Yan et al., "ACC: Automatic ECN Tuning for High-Speed Datacenter Networks", SIGCOMM
+2021). Shared by the ACC switch agent and the multi-agent environment, so training and
+deployment read queues the same way.
+
+1. Actions: a discrete set of ECN templates (Kmin, Kmax, Pmax): Kmin in {2, 5, 10, 20,
+   40, 80, 160, 320} KB, Kmax 4 or 20 times Kmin, Pmax 1 % or 20 %, the sizes scaled
+   by the queue's link rate / 25 Gb/s (the scaling DCQCN's production profile uses):
+   32 templates spanning both static baselines' ranges.
+2. Observation, per control interval: the queue length (as a fraction of `queue_ref`,
+   capped at 4), the transmit rate and the transmit rate of ECN-marked packets (as
+   fractions of the link rate), the fraction of transmitted packets marked, and the
+   current template (its index over the number of templates); the last `history`
+   intervals side by side (k = 3 in ACC).
+3. Reward: beta x utilisation + (1 - beta) x q_ref / (q_ref + q), link utilisation
+   against queueing (ACC weighs the two; the queue term is 1 for an empty queue and
+   1/2 at `queue_ref`). The marked rate comes from the marks counted this interval
+   times the interval's mean dequeued packet size (the engine counts marks, not
+   marked bytes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FEATURES = 5
+KMIN_KB = (2, 5, 10, 20, 40, 80, 160, 320)
+KMAX_FACTORS = (4, 20)
+PMAX = (0.01, 0.2)
+REFERENCE_BPS = 25e9
+
+
+def templates(rate_bps: float) -> list[tuple[int, int, float]]:
+    """The (Kmin bytes, Kmax bytes, Pmax) choices for a queue on a link of `rate_bps`."""
+    scale = rate_bps / REFERENCE_BPS
+    return [
+        (round(k * 1000 * scale), round(k * 1000 * f * scale), p)
+        for k in KMIN_KB
+        for f in KMAX_FACTORS
+        for p in PMAX
+    ]
+
+
+NUM_TEMPLATES = len(KMIN_KB) * len(KMAX_FACTORS) * len(PMAX)
+
+
+class QueueObserver:
+    """Turns successive readings of some queues' counters into observations and
+    rewards. `rates_bps`: each queue's link rate; `queue_ref_bytes`: each queue's
+    reference length."""
+
+    def __init__(
+        self,
+        rates_bps: np.ndarray,
+        queue_ref_bytes: np.ndarray,
+        *,
+        history: int = 3,
+        beta: float = 0.5,
+    ):
+        if history < 1:
+            raise ValueError(f"history must be at least 1 interval, got {history}")
+        if not 0.0 <= beta <= 1.0:
+            raise ValueError(f"beta weighs utilisation against queueing: 0..1, got {beta}")
+        self.rates = np.asarray(rates_bps, dtype=np.float64)
+        self.queue_ref = np.asarray(queue_ref_bytes, dtype=np.float64)
+        self.history = history
+        self.beta = beta
+        n = len(self.rates)
+        self.window = np.zeros((n, history, FEATURES), dtype=np.float32)
+        self._last: dict[str, np.ndarray] | None = None
+
+    @property
+    def state_dim(self) -> int:
+        return self.history * FEATURES
+
+    def states(self) -> np.ndarray:
+        return self.window.reshape(len(self.rates), -1).copy()
+
+    def observe(
+        self, counters: dict[str, np.ndarray], elapsed_ps: int, template: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Reads the queues' counters (queue_bytes, dequeued, dequeued_bytes, aqm_marks)
+        after `elapsed_ps`; returns (states, rewards, utilisation)."""
+        now = {
+            k: counters[k].astype(np.float64) for k in ("dequeued", "dequeued_bytes", "aqm_marks")
+        }
+        queue = counters["queue_bytes"].astype(np.float64)
+        if self._last is None or elapsed_ps <= 0:
+            delta = {k: np.zeros_like(v) for k, v in now.items()}
+        else:
+            delta = {k: now[k] - self._last[k] for k in now}
+        self._last = now
+        seconds = max(elapsed_ps, 1) / 1e12
+        tx_rate = delta["dequeued_bytes"] * 8 / seconds / self.rates
+        packets = np.maximum(delta["dequeued"], 1.0)
+        marked_fraction = np.minimum(delta["aqm_marks"] / packets, 1.0)
+        mean_packet = delta["dequeued_bytes"] / packets
+        marked_rate = delta["aqm_marks"] * mean_packet * 8 / seconds / self.rates
+        features = np.stack(
+            [
+                np.minimum(queue / self.queue_ref, 4.0),
+                np.minimum(tx_rate, 1.0),
+                np.minimum(marked_rate, 1.0),
+                marked_fraction,
+                np.asarray(template, dtype=np.float64) / max(NUM_TEMPLATES - 1, 1),
+            ],
+            axis=1,
+        ).astype(np.float32)
+        self.window = np.concatenate([self.window[:, 1:], features[:, None, :]], axis=1)
+        utilisation = np.minimum(tx_rate, 1.0)
+        rewards = self.beta * utilisation + (1 - self.beta) * self.queue_ref / (
+            self.queue_ref + queue
+        )
+        return self.states(), rewards.astype(np.float32), utilisation
