@@ -80,7 +80,7 @@ def test_an_app_with_parameters_runs_from_the_file():
     [
         (
             '[[control.apps]]\nname = "nope"\n',
-            "control.apps.0: unknown control app 'nope'; known: diolkos, ecmp, hedera",
+            "control.apps.0: unknown control app 'nope'; known: acc, diolkos, ecmp, hedera",
         ),
         (
             '[[control.apps]]\nname = "hedera"\nperiodd = "5s"\n',

@@ -228,6 +228,10 @@ class GlobalMemory:
     learners' recent transitions and pull samples into their own learners' memories."""
 
     def __init__(self, capacity: int = 20_000, seed: int = 0):
+        import logging
+
+        # TorchRL announces every storage it initialises at INFO; that is not the user's.
+        logging.getLogger("torchrl").setLevel(logging.WARNING)
         from tensordict import TensorDict
         from torchrl.data import LazyTensorStorage, ReplayBuffer
 

@@ -1,13 +1,14 @@
 """Control programs by name, one module each: the baselines (`ecmp`, `single_path`,
-`hedera`, `l2_learning`) and the schemes (`ofpt`, `ibcn`, `diolkos`). Scenario files name them in
-`[[control.apps]]`; `app_class` finds one and `make_app` builds it from a scenario's
-parameters, refusing parameters the program does not take."""
+`hedera`, `l2_learning`) and the schemes (`ofpt`, `ibcn`, `diolkos`, `acc`). Scenario
+files name them in `[[control.apps]]`; `app_class` finds one and `make_app` builds it
+from a scenario's parameters, refusing parameters the program does not take."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Any
 
+from isthmus.control.apps.acc import Acc
 from isthmus.control.apps.diolkos import Diolkos
 from isthmus.control.apps.ecmp import Ecmp
 from isthmus.control.apps.hedera import Hedera
@@ -25,6 +26,7 @@ APPS: dict[str, type[Controller] | type[SwitchAgent]] = {
     "l2_learning": L2Learning,
     "ofpt": Ofpt,
     "diolkos": Diolkos,
+    "acc": Acc,
 }
 
 

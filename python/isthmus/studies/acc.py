@@ -1,0 +1,456 @@
+"""ACC (Yan et al., "ACC: Automatic ECN Tuning for High-Speed Datacenter Networks",
+SIGCOMM 2021): per-switch multi-agent Double DQN tuning ECN, against the two static
+settings DCQCN deployments use.
+
+    spine0        spine1          2 x 100 Gb/s from every leaf to every spine
+    leaf0 leaf1 leaf2 leaf3       (4 uplinks per leaf)
+    6 servers per leaf at 25 Gb/s (h0-h23)
+
+1. The network: the testbed's two-tier Clos, 1 us links; each switch a 12 MB shared
+   buffer (dynamic threshold, alpha 1); PFC on the RDMA class with Xoff at 1/8 of the
+   free buffer (at most 1 MB, resume at 80 % of it); DCQCN senders (g = 1/256) whose
+   NICs serve their queue pairs round robin.
+2. Schemes: SECN1 (Kmin 5 KB, Kmax 200 KB, Pmax 1 %: the DCQCN paper), SECN2 (Kmin
+   100 KB, Kmax 400 KB scaled by link rate / 25 Gb/s, Pmax 20 %: the production
+   profile), and ACC (`isthmus.control.apps.acc`: an agent per switch, a learner per
+   egress queue, 100 us control interval).
+3. ACC's learners are pre-trained offline on incast mixes (each episode: p senders in
+   [2, 23], q flows in [1, 1000], sizes log-uniform in 10 KB-10 MB, offered load 10-90 %
+   of the receiver's link), saved, reloaded with `torch.load(weights_only=True)`, and
+   then evaluated, still learning online (epsilon at its floor), on traffic they were
+   not trained on:
+   a. Heterogeneous traffic whose mix changes every phase (the paper: every 100 s;
+      here every 10 ms): web search at 40 % load, data mining at 70 %, then 8-to-1
+      incast bursts of 500 KB; all-to-all random pairs. Measured: the mean switch queue
+      and fabric utilisation over time, and the phases' goodput.
+   b. Two senders to one receiver, messages of 1 KB, 10 KB, 100 KB, 1 MB and 10 MB in
+      equal numbers, Poisson arrivals at 20 % and 60 % of the receiver's link: mean, p99
+      and p99.9 completion time per size, normalised to ACC's, and the bottleneck
+      queue's mean and standard deviation.
+4. Training cost: simulated seconds and wall seconds of pre-training, and the learning
+   curve (mean reward per episode).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from isthmus import _core
+from isthmus.compare import mean_interval
+from isthmus.control import ControlPlane, SwitchAgent
+from isthmus.control.apps.acc import Acc, read_models, save_models
+from isthmus.queues import Fq
+from isthmus.simulation import Simulation
+from isthmus.topology import Link, Topology
+from isthmus.transport import dcqcn_marker
+from isthmus.workload import size_distribution
+
+NAME = "acc"
+TITLE = "ACC (Yan et al.): multi-agent Double DQN tuning ECN, against static ECN (SECN1, SECN2)"
+
+SCHEMES = ("SECN1", "SECN2", "ACC")
+HOST_BPS = 25e9
+MESSAGE_SIZES = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
+# The paper's end-to-end result at 60 % load: queue mean / std (KB).
+PAPER_QUEUE_60 = {"ACC": (5.6, 13.3), "SECN1": (20.4, 49.6), "SECN2": (37.5, 109.3)}
+FULL = {
+    "episodes": 30,
+    "episode_ms": 10.0,
+    "phase_ms": 10.0,
+    "message_ms": 400.0,
+    "loads": (0.2, 0.6),
+}
+QUICK = {
+    "episodes": 4,
+    "episode_ms": 5.0,
+    "phase_ms": 4.0,
+    "message_ms": 40.0,
+    "loads": (0.6,),
+}
+
+
+def fabric() -> Topology:
+    return Topology.leaf_spine(
+        2, 4, 6, Link("25Gbps", "1us"), Link("100Gbps", "1us"), links_per_pair=2
+    )
+
+
+def network(seed: int, sample_interval: str | None = None) -> Simulation:
+    return Simulation(
+        fabric(),
+        seed=seed,
+        host_queue="64MB",
+        host_scheduler=Fq(kind="fq"),
+        switch_queue="12MB",
+        shared_buffer="12MB",
+        buffer_alpha=1.0,
+        pfc=("1MB", "800KB", [0], 0.125),
+        sample_interval=sample_interval,
+    )
+
+
+class StaticEcn(SwitchAgent):
+    """Sets every port of its switch to a DCQCN marking profile once."""
+
+    def __init__(self, switch, profile: str):
+        super().__init__(switch)
+        self.profile = profile
+
+    def on_start(self) -> None:
+        for port, rate in enumerate(self.switch.ports()["rate_bps"].tolist()):
+            ramp = dcqcn_marker(self.profile, int(rate))
+            self.switch.set_ecn(port, ramp.kmin, ramp.kmax, ramp.pmax)
+
+
+def control(sim: Simulation, scheme: str, pretrained: dict | None, seed: int, train: bool):
+    """Attaches the scheme; returns the plane and its agents."""
+    plane = ControlPlane(sim)
+    if scheme == "ACC":
+        from isthmus.rl.ddqn import DqnSettings
+
+        # Online after pre-training: exploration at its floor from the start.
+        settings = DqnSettings(epsilon_start=0.02) if pretrained is not None else DqnSettings()
+        agents = plane.add_agents(
+            Acc, pretrained=pretrained, settings=settings, seed=seed, train=train
+        )
+    else:
+        profile = {"SECN1": "paper", "SECN2": "production"}[scheme]
+        agents = plane.add_agents(StaticEcn, profile=profile)
+    return plane, agents
+
+
+def _add(sim: Simulation, src, dst, size, start) -> None:
+    for s, d, n, t in zip(src, dst, size, start, strict=True):
+        sim.add_dcqcn_flow(int(s), int(d), int(n), start=int(t))
+
+
+def incast_mix(sim: Simulation, rng: np.random.Generator, start_s: float, span_s: float) -> None:
+    """One pre-training episode's traffic: q flows from p senders into one receiver at
+    an offered load in 10-90 % of its link."""
+    hosts = sim.topology.num_hosts
+    receiver = int(rng.integers(hosts))
+    others = np.array([h for h in range(hosts) if h != receiver])
+    p = int(rng.integers(2, len(others) + 1))
+    q = int(rng.integers(1, 1001))
+    load = rng.uniform(0.1, 0.9)
+    senders = rng.choice(others, size=p, replace=False)
+    sizes = np.exp(rng.uniform(np.log(10e3), np.log(10e6), size=q)).astype(np.int64)
+    spread = min(span_s, sizes.sum() * 8 / (load * HOST_BPS))
+    starts = start_s + np.sort(rng.uniform(0, spread, size=q))
+    _add(sim, rng.choice(senders, size=q), np.full(q, receiver), sizes, starts * 1e12)
+
+
+def pretrain(seed: int, episodes: int, episode_ms: float) -> dict:
+    """Offline pre-training on incast mixes; returns the models, learning curve, cost."""
+    rng = np.random.default_rng([seed, 2021])
+    models = None
+    curve, simulated, started = [], 0.0, time.perf_counter()
+    for _ in range(episodes):
+        sim = network(int(rng.integers(2**31)))
+        incast_mix(sim, rng, 0.0, episode_ms / 1e3)
+        plane, agents = control(sim, "ACC", None, seed, train=True)
+        if models is not None:
+            for agent in agents:
+                agent.pretrained = models
+        plane.run(f"{episode_ms}ms")
+        simulated += episode_ms / 1e3
+        curve.append(float(np.mean([np.mean(a.rewards) for a in agents if a.rewards])))
+        models = {a.switch.name: a.dqn.state_dict() for a in agents}
+        last_agents = agents
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "acc.pt"
+        save_models(last_agents, path)
+        reloaded = read_models(path)
+    return {
+        "models": reloaded,
+        "curve": curve,
+        "simulated_s": simulated,
+        "wall_s": time.perf_counter() - started,
+        "steps": int(sum(a.dqn.steps for a in last_agents)),
+    }
+
+
+def _cdf_sizes(name: str, n: int, seed: int, stream: int) -> np.ndarray:
+    dist = size_distribution(name)
+    return _core.sample_sizes(dist.text, dist.unit_bytes, n, seed, stream).astype(np.int64)
+
+
+def heterogeneous(sim: Simulation, rng: np.random.Generator, phase_s: float) -> None:
+    """Three phases of all-to-all traffic, each its own mix."""
+    hosts = sim.topology.num_hosts
+    capacity = hosts * HOST_BPS
+    for phase, (name, load) in enumerate((("websearch", 0.4), ("datamining", 0.7))):
+        mean = size_distribution(name).mean_bytes
+        n = max(1, int(load * capacity * phase_s / 8 / mean))
+        sizes = _cdf_sizes(name, n, sim.seed, phase)
+        src = rng.integers(hosts, size=n)
+        dst = (src + rng.integers(1, hosts, size=n)) % hosts
+        starts = (phase + np.sort(rng.uniform(0, 1, size=n))) * phase_s
+        _add(sim, src, dst, sizes, starts * 1e12)
+    # Phase 3: 8-to-1 incast bursts of 500 KB, one every 500 us, to random receivers.
+    bursts = int(phase_s / 500e-6)
+    for b in range(bursts):
+        receiver = int(rng.integers(hosts))
+        senders = rng.choice([h for h in range(hosts) if h != receiver], size=8, replace=False)
+        start = (2 * phase_s + b * 500e-6) * 1e12
+        _add(sim, senders, np.full(8, receiver), np.full(8, 500_000), np.full(8, start))
+
+
+def messages(sim: Simulation, rng: np.random.Generator, load: float, span_s: float) -> None:
+    """Two senders (leaf1, leaf2) to one receiver (h0), sizes in equal numbers."""
+    mean = float(np.mean(MESSAGE_SIZES))
+    n = max(1, int(load * HOST_BPS * span_s / 8 / mean))
+    sizes = rng.choice(MESSAGE_SIZES, size=n)
+    starts = np.sort(rng.uniform(0, span_s, size=n))
+    src = rng.choice([6, 12], size=n)
+    _add(sim, src, np.zeros(n, dtype=int), sizes, starts * 1e12)
+
+
+def _switch_ports(sim: Simulation) -> np.ndarray:
+    ports = sim.ports()
+    kinds = sim.topology.nodes()["kind"]
+    return np.array([kinds[int(n)] == "switch" for n in ports["node"]])
+
+
+def run_heterogeneous(seed: int, scheme: str, models, phase_ms: float) -> dict:
+    sim = network(seed, sample_interval="100us")
+    heterogeneous(sim, np.random.default_rng([seed, 3]), phase_ms / 1e3)
+    plane, _ = control(sim, scheme, models, seed, train=True)
+    end_ms = 3 * phase_ms
+    plane.run(f"{end_ms}ms")
+    samples = sim.samples()
+    switch = _switch_ports(sim)
+    queue_kb = samples["queue_bytes"][:, switch].mean(axis=1) / 1e3
+    ports = sim.ports()
+    fabric_ports = switch & (ports["rate_bps"] > HOST_BPS)
+    tx = samples["tx_bytes"][:, fabric_ports].sum(axis=1).astype(np.float64)
+    interval_s = np.diff(samples["time_ps"], prepend=0) / 1e12
+    capacity = ports["rate_bps"][fabric_ports].sum()
+    utilisation = np.diff(tx, prepend=0) * 8 / np.maximum(interval_s, 1e-12) / capacity
+    phases = np.minimum((samples["time_ps"] / 1e9 // phase_ms).astype(int), 2)
+    flows = sim.flows()
+    return {
+        "seed": seed,
+        "scheme": scheme,
+        "queue_kb": float(queue_kb.mean()),
+        "queue_kb_p99": float(np.percentile(queue_kb, 99)),
+        "utilisation_pct": float(utilisation.mean() * 100),
+        "phase_queue_kb": [float(queue_kb[phases == p].mean()) for p in range(3)],
+        "phase_utilisation_pct": [float(utilisation[phases == p].mean() * 100) for p in range(3)],
+        "goodput_gbps": float(flows["bytes_delivered"].sum() * 8 / (end_ms / 1e3) / 1e9),
+        "finished": int((flows["finish_ps"] >= 0).sum()),
+        "flows": int(len(flows["finish_ps"])),
+        "drops": int(sim.ports()["drop_packets"].sum()),
+        "series_queue_kb": queue_kb[:: max(1, len(queue_kb) // 150)].round(2).tolist(),
+    }
+
+
+def run_messages(seed: int, scheme: str, models, load: float, span_ms: float) -> dict:
+    sim = network(seed, sample_interval="20us")
+    messages(sim, np.random.default_rng([seed, 5, int(load * 100)]), load, span_ms / 1e3)
+    plane, _ = control(sim, scheme, models, seed, train=True)
+    plane.run(f"{span_ms}ms")
+    flows = sim.flows()
+    done = flows["finish_ps"] >= 0
+    fct_us = (flows["finish_ps"] - flows["start_ps"]) / 1e6
+    out = {"seed": seed, "scheme": scheme, "load": load, "unfinished": int((~done).sum())}
+    for size in MESSAGE_SIZES:
+        pick = done & (flows["size_bytes"] == size)
+        values = fct_us[pick]
+        out[str(size)] = {
+            "n": int(pick.sum()),
+            "mean": float(values.mean()) if values.size else float("nan"),
+            "p99": float(np.percentile(values, 99)) if values.size else float("nan"),
+            "p999": float(np.percentile(values, 99.9)) if values.size else float("nan"),
+        }
+    ports = sim.ports()
+    leaf0, h0 = sim.node_index("leaf0"), sim.node_index("h0")
+    bottleneck = int(np.flatnonzero((ports["node"] == leaf0) & (ports["peer_node"] == h0))[0])
+    queue_kb = sim.samples()["queue_bytes"][:, bottleneck] / 1e3
+    out["queue_kb_mean"] = float(queue_kb.mean())
+    out["queue_kb_std"] = float(queue_kb.std())
+    out["drops"] = int(ports["drop_packets"].sum())
+    return out
+
+
+def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    settings = QUICK if quick else FULL
+    steps = len(seeds) * (1 + len(SCHEMES) * (1 + len(settings["loads"])))
+    done = 0
+
+    def progress(label: str) -> None:
+        if on_progress is not None:
+            on_progress(done, steps, label)
+
+    results: dict = {"quick": quick, "seeds": seeds, "settings": settings, "runs": []}
+    for seed in seeds:
+        progress(f"pre-training, seed {seed}")
+        trained = pretrain(seed, settings["episodes"], settings["episode_ms"])
+        done += 1
+        results["runs"].append(
+            {
+                "experiment": "training",
+                "seed": seed,
+                "curve": trained["curve"],
+                "simulated_s": trained["simulated_s"],
+                "wall_s": trained["wall_s"],
+            }
+        )
+        models = trained["models"]
+        for scheme in SCHEMES:
+            progress(f"heterogeneous traffic, {scheme}, seed {seed}")
+            started = time.perf_counter()
+            outcome = run_heterogeneous(seed, scheme, models, settings["phase_ms"])
+            outcome.update(experiment="heterogeneous", wall_s=time.perf_counter() - started)
+            results["runs"].append(outcome)
+            done += 1
+            for load in settings["loads"]:
+                progress(f"messages at {load:.0%}, {scheme}, seed {seed}")
+                started = time.perf_counter()
+                outcome = run_messages(seed, scheme, models, load, settings["message_ms"])
+                outcome.update(experiment="messages", wall_s=time.perf_counter() - started)
+                results["runs"].append(outcome)
+                done += 1
+    progress("done")
+    return results
+
+
+def _pick(runs: list[dict], experiment: str, **where) -> list[dict]:
+    return [
+        r
+        for r in runs
+        if r["experiment"] == experiment and all(r.get(k) == v for k, v in where.items())
+    ]
+
+
+def _cell(values: list[float], digits: int = 1) -> str:
+    values = [v for v in values if np.isfinite(v)]
+    if not values:
+        return "n/a"
+    mean, half = mean_interval(values)
+    return f"{mean:,.{digits}f} ± {half:,.{digits}f}"
+
+
+def table(results: dict):
+    from isthmus.compare import welch_interval
+    from isthmus.studies import Claim, StudyTable
+
+    runs = results["runs"]
+    rows = []
+    for scheme in SCHEMES:
+        het = _pick(runs, "heterogeneous", scheme=scheme)
+        rows.append(
+            [
+                f"heterogeneous | {scheme}",
+                _cell([r["queue_kb"] for r in het]),
+                _cell([r["utilisation_pct"] for r in het]),
+                _cell([r["goodput_gbps"] for r in het]),
+                "",
+            ]
+        )
+    for load in results["settings"]["loads"]:
+        acc = _pick(runs, "messages", scheme="ACC", load=load)
+        for scheme in SCHEMES:
+            mine = _pick(runs, "messages", scheme=scheme, load=load)
+            paper = PAPER_QUEUE_60.get(scheme) if load == 0.6 else None
+            rows.append(
+                [
+                    f"messages {load:.0%} queue KB mean / std | {scheme}",
+                    _cell([r["queue_kb_mean"] for r in mine]),
+                    _cell([r["queue_kb_std"] for r in mine]),
+                    "" if paper is None else f"{paper[0]} / {paper[1]}",
+                    "",
+                ]
+            )
+            for size in MESSAGE_SIZES:
+                ratios = {
+                    stat: [
+                        r[str(size)][stat] / a[str(size)][stat]
+                        for r, a in zip(mine, acc, strict=True)
+                        if a[str(size)][stat] > 0
+                    ]
+                    for stat in ("mean", "p99", "p999")
+                }
+                n = sum(r[str(size)]["n"] for r in mine)
+                rows.append(
+                    [
+                        f"messages {load:.0%} FCT / ACC's, {size // 1000 or size} "
+                        f"{'KB' if size >= 1000 else 'B'} | {scheme}",
+                        _cell(ratios["mean"], 2),
+                        _cell(ratios["p99"], 2),
+                        _cell(ratios["p999"], 2),
+                        str(n),
+                    ]
+                )
+    claims = []
+
+    def compare(statement: str, experiment: str, key: str, better: str, worse: str, **where):
+        a = np.array([r[key] for r in _pick(runs, experiment, scheme=better, **where)])
+        b = np.array([r[key] for r in _pick(runs, experiment, scheme=worse, **where)])
+        interval = welch_interval(b, a)
+        if interval is None:
+            claims.append(
+                Claim(
+                    statement,
+                    False,
+                    f"{better} {a.mean():.1f}, {worse} "
+                    f"{b.mean():.1f} ({key}); one seed gives no interval",
+                )
+            )
+            return
+        low, high = interval
+        claims.append(
+            Claim(
+                statement,
+                high < 0,
+                f"{key}: {better} {a.mean():,.1f}, {worse} {b.mean():,.1f}; 95 % interval of "
+                f"the difference [{low:,.1f}, {high:,.1f}]",
+            )
+        )
+
+    for worse in ("SECN1", "SECN2"):
+        compare(
+            f"Heterogeneous traffic: ACC keeps switch queues shorter than {worse} (paper: an "
+            "order of magnitude)",
+            "heterogeneous",
+            "queue_kb",
+            "ACC",
+            worse,
+        )
+        if 0.6 in results["settings"]["loads"]:
+            compare(
+                f"Messages at 60 %: ACC's bottleneck queue is shorter than {worse}'s (paper: "
+                f"5.6 KB vs {PAPER_QUEUE_60[worse][0]} KB)",
+                "messages",
+                "queue_kb_mean",
+                "ACC",
+                worse,
+                load=0.6,
+            )
+    training = _pick(runs, "training")
+    notes = [
+        "Heterogeneous rows: ours, mean switch-port queue (KB) | fabric utilisation (%) | "
+        "goodput (Gb/s). Message rows: queue mean | std (KB) | the paper's at 60 %; FCT "
+        "rows: mean | p99 | p99.9 as multiples of ACC's in the same seed | messages "
+        "completed. Mean ± 95 % t-interval over seeds.",
+        f"Pre-training: {results['settings']['episodes']} incast-mix episodes of "
+        f"{results['settings']['episode_ms']} ms, "
+        f"{np.mean([t['simulated_s'] for t in training]):.3f} simulated s and "
+        f"{np.mean([t['wall_s'] for t in training]):.0f} wall s per seed; mean reward per "
+        "episode, first to last: "
+        + ", ".join(f"{c[0]:.3f} -> {c[-1]:.3f}" for c in (t["curve"] for t in training) if c),
+    ]
+    return StudyTable(
+        title="ACC: learned ECN tuning against static ECN (SECN1, SECN2), DCQCN over PFC",
+        columns=["figure | scheme", "ours", "", "", "n"],
+        rows=rows,
+        claims=claims,
+        notes=notes,
+    )
