@@ -27,6 +27,10 @@ settings DCQCN deployments use.
       equal numbers, Poisson arrivals at 20 % and 60 % of the receiver's link: mean, p99
       and p99.9 completion time per size, normalised to ACC's, and the bottleneck
       queue's mean and standard deviation.
+   c. RDMA and TCP sharing under DWRR 70/30: 2 or 7 senders each send a long DCQCN flow
+      (lossless class 0) and a long DCTCP flow (class 1) into one receiver; measured
+      over the second half: RDMA's share of the receiver's link, the bottleneck queue,
+      the total goodput. ACC tunes both classes here, learning online from scratch.
 4. Training cost: simulated seconds and wall seconds of pre-training, and the learning
    curve (mean reward per episode).
 """
@@ -43,7 +47,7 @@ from isthmus import _core
 from isthmus.compare import mean_interval
 from isthmus.control import ControlPlane, SwitchAgent
 from isthmus.control.apps.acc import Acc, read_models, save_models
-from isthmus.queues import Fq
+from isthmus.queues import Drr, Fq
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
 from isthmus.transport import dcqcn_marker
@@ -60,9 +64,11 @@ PAPER_QUEUE_60 = {"ACC": (5.6, 13.3), "SECN1": (20.4, 49.6), "SECN2": (37.5, 109
 FULL = {
     "episodes": 30,
     "episode_ms": 10.0,
-    "phase_ms": 10.0,
-    "message_ms": 400.0,
+    "phase_ms": 20.0,
+    "message_ms": 500.0,
     "loads": (0.2, 0.6),
+    "incasts": (2, 7),
+    "sharing_ms": 20.0,
 }
 QUICK = {
     "episodes": 4,
@@ -70,7 +76,11 @@ QUICK = {
     "phase_ms": 4.0,
     "message_ms": 40.0,
     "loads": (0.6,),
+    "incasts": (7,),
+    "sharing_ms": 4.0,
 }
+# DWRR between the RDMA class (0) and the TCP class (1): 70 / 30.
+SHARING_QUANTA = ["10500B", "4500B"]
 
 
 def fabric() -> Topology:
@@ -79,7 +89,7 @@ def fabric() -> Topology:
     )
 
 
-def network(seed: int, sample_interval: str | None = None) -> Simulation:
+def network(seed: int, sample_interval: str | None = None, scheduler=None) -> Simulation:
     return Simulation(
         fabric(),
         seed=seed,
@@ -90,6 +100,7 @@ def network(seed: int, sample_interval: str | None = None) -> Simulation:
         buffer_alpha=1.0,
         pfc=("1MB", "800KB", [0], 0.125),
         sample_interval=sample_interval,
+        scheduler=scheduler,
     )
 
 
@@ -106,7 +117,14 @@ class StaticEcn(SwitchAgent):
             self.switch.set_ecn(port, ramp.kmin, ramp.kmax, ramp.pmax)
 
 
-def control(sim: Simulation, scheme: str, pretrained: dict | None, seed: int, train: bool):
+def control(
+    sim: Simulation,
+    scheme: str,
+    pretrained: dict | None,
+    seed: int,
+    train: bool,
+    classes: tuple[int, ...] = (0,),
+):
     """Attaches the scheme; returns the plane and its agents."""
     plane = ControlPlane(sim)
     if scheme == "ACC":
@@ -115,7 +133,7 @@ def control(sim: Simulation, scheme: str, pretrained: dict | None, seed: int, tr
         # Online after pre-training: exploration at its floor from the start.
         settings = DqnSettings(epsilon_start=0.02) if pretrained is not None else DqnSettings()
         agents = plane.add_agents(
-            Acc, pretrained=pretrained, settings=settings, seed=seed, train=train
+            Acc, pretrained=pretrained, settings=settings, seed=seed, train=train, classes=classes
         )
     else:
         profile = {"SECN1": "paper", "SECN2": "production"}[scheme]
@@ -277,12 +295,54 @@ def run_messages(seed: int, scheme: str, models, load: float, span_ms: float) ->
     return out
 
 
+def run_sharing(seed: int, scheme: str, senders: int, span_ms: float) -> dict:
+    """RDMA (DCQCN, lossless class 0) and TCP (DCTCP, class 1) under DWRR 70/30: each of
+    `senders` hosts sends one long flow of each into h0. ACC tunes both classes' queues
+    and learns them online from scratch (its pre-trained learners cover class 0 only)."""
+    sim = network(seed, sample_interval="20us", scheduler=Drr(kind="drr", quanta=SHARING_QUANTA))
+    rng = np.random.default_rng([seed, 7, senders])
+    others = rng.choice(np.arange(6, 24), size=senders, replace=False)
+    span = span_ms / 1e3
+    rdma, tcp = [], []
+    for src in others.tolist():
+        rdma.append(sim.add_dcqcn_flow(src, 0, int(HOST_BPS * span / 8)))
+        flow = sim.add_bulk_flow(src, 0, f"{span_ms}ms", transport="dctcp")
+        sim.set_priority(flow, 1)
+        tcp.append(flow)
+    plane, _ = control(sim, scheme, None, seed, train=True, classes=(0, 1))
+    plane.run(f"{span_ms / 2}ms")
+    before = sim.flows()["bytes_delivered"].astype(np.float64)
+    plane.run(f"{span_ms}ms")
+    delivered = sim.flows()["bytes_delivered"].astype(np.float64) - before
+    seconds = span / 2
+    rdma_bps = delivered[rdma].sum() * 8 / seconds
+    tcp_bps = delivered[tcp].sum() * 8 / seconds
+    ports = sim.ports()
+    leaf0, h0 = sim.node_index("leaf0"), sim.node_index("h0")
+    bottleneck = int(np.flatnonzero((ports["node"] == leaf0) & (ports["peer_node"] == h0))[0])
+    samples = sim.samples()
+    late = samples["time_ps"] >= span_ms / 2 * 1e9
+    queue_kb = samples["queue_bytes"][late, bottleneck] / 1e3
+    return {
+        "seed": seed,
+        "scheme": scheme,
+        "senders": senders,
+        "rdma_gbps": float(rdma_bps / 1e9),
+        "tcp_gbps": float(tcp_bps / 1e9),
+        "rdma_share_pct": float(rdma_bps / max(rdma_bps + tcp_bps, 1.0) * 100),
+        "queue_kb_mean": float(queue_kb.mean()),
+        "drops": int(ports["drop_packets"].sum()),
+    }
+
+
 def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
     import torch
 
     torch.set_num_threads(1)
     settings = QUICK if quick else FULL
-    steps = len(seeds) * (1 + len(SCHEMES) * (1 + len(settings["loads"])))
+    steps = len(seeds) * (
+        1 + len(SCHEMES) * (1 + len(settings["loads"]) + len(settings["incasts"]))
+    )
     done = 0
 
     def progress(label: str) -> None:
@@ -318,6 +378,13 @@ def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
                 outcome.update(experiment="messages", wall_s=time.perf_counter() - started)
                 results["runs"].append(outcome)
                 done += 1
+            for senders in settings["incasts"]:
+                progress(f"RDMA/TCP sharing {senders}:1, {scheme}, seed {seed}")
+                started = time.perf_counter()
+                outcome = run_sharing(seed, scheme, senders, settings["sharing_ms"])
+                outcome.update(experiment="sharing", wall_s=time.perf_counter() - started)
+                results["runs"].append(outcome)
+                done += 1
     progress("done")
     return results
 
@@ -336,6 +403,10 @@ def _cell(values: list[float], digits: int = 1) -> str:
         return "n/a"
     mean, half = mean_interval(values)
     return f"{mean:,.{digits}f} ± {half:,.{digits}f}"
+
+
+def _size_label(size: int) -> str:
+    return f"{size // 1_000_000} MB" if size >= 1_000_000 else f"{size // 1000} KB"
 
 
 def table(results: dict):
@@ -369,6 +440,8 @@ def table(results: dict):
                     "",
                 ]
             )
+            if scheme == "ACC":
+                continue
             for size in MESSAGE_SIZES:
                 ratios = {
                     stat: [
@@ -381,14 +454,25 @@ def table(results: dict):
                 n = sum(r[str(size)]["n"] for r in mine)
                 rows.append(
                     [
-                        f"messages {load:.0%} FCT / ACC's, {size // 1000 or size} "
-                        f"{'KB' if size >= 1000 else 'B'} | {scheme}",
+                        f"messages {load:.0%} FCT / ACC's, {_size_label(size)} | {scheme}",
                         _cell(ratios["mean"], 2),
                         _cell(ratios["p99"], 2),
                         _cell(ratios["p999"], 2),
                         str(n),
                     ]
                 )
+    for senders in results["settings"]["incasts"]:
+        for scheme in SCHEMES:
+            mine = _pick(runs, "sharing", scheme=scheme, senders=senders)
+            rows.append(
+                [
+                    f"RDMA/TCP {senders}:1, RDMA share % | queue KB | Gb/s | {scheme}",
+                    _cell([r["rdma_share_pct"] for r in mine]),
+                    _cell([r["queue_kb_mean"] for r in mine]),
+                    _cell([r["rdma_gbps"] + r["tcp_gbps"] for r in mine], 2),
+                    "",
+                ]
+            )
     claims = []
 
     def compare(statement: str, experiment: str, key: str, better: str, worse: str, **where):
