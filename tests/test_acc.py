@@ -168,7 +168,7 @@ def test_the_queue_environment_passes_pettingzoos_parallel_api_test():
     assert all(np.array_equal(first[a], again[a]) for a in first)
 
 
-def test_the_study_runs_and_compares_acc_with_both_static_settings(monkeypatch):
+def test_the_study_runs_and_compares_acc_with_both_static_settings(monkeypatch, tmp_path):
     from isthmus.studies import acc as study
 
     monkeypatch.setitem(study.QUICK, "episodes", 2)
@@ -181,3 +181,7 @@ def test_the_study_runs_and_compares_acc_with_both_static_settings(monkeypatch):
     training = [r for r in results["runs"] if r["experiment"] == "training"][0]
     assert len(training["curve"]) == 2 and training["simulated_s"] == pytest.approx(0.01)
     assert len(table.claims) == 4
+    assert "RDMA/TCP 7:1, RDMA share % | queue KB | Gb/s | ACC" in rows
+    drawn = study.figures(results, tmp_path)
+    assert [p.name for p in drawn] == ["acc_learning.png", "acc_queues.png"]
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in drawn)

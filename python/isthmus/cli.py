@@ -531,6 +531,9 @@ def reproduce(
     json_out: Path | None = typer.Option(
         None, "--json", help="Also write the table, claims and raw results as JSON."
     ),
+    figures: Path | None = typer.Option(
+        None, "--figures", help="Also draw the study's figures (PNG) into this folder."
+    ),
 ) -> None:
     """Reproduce a published study and print the table and claims it argues from."""
     from isthmus import studies
@@ -541,6 +544,8 @@ def reproduce(
         _fail(str(e))
     if seeds < 1:
         _fail(f"--seeds must be at least 1, got {seeds}")
+    if figures is not None and not hasattr(module, "figures"):
+        _fail(f"study {study} draws no figures; leave out --figures")
     with _progress_bar() as progress:
         task = progress.add_task(study, total=None, status="")
 
@@ -573,6 +578,10 @@ def reproduce(
         }
         json_out.write_text(json.dumps(document, indent=2) + "\n")
         console.print(f"written to [bold]{_literal(str(json_out))}[/]")
+    if figures is not None:
+        figures.mkdir(parents=True, exist_ok=True)
+        for path in module.figures(results, figures):
+            console.print(f"drew [bold]{_literal(str(path))}[/]")
 
 
 @app.command("studies")

@@ -7,7 +7,9 @@ A study module exposes:
 - `run(quick: bool, seeds: list[int], on_progress=None) -> dict`: runs the experiment
   (`quick`: a reduced version that finishes in under two minutes) and returns its raw,
   JSON-serialisable results; `on_progress(done, total, label)` may be called as it goes;
-- `table(results) -> StudyTable`: the table and claims the study argues from.
+- `table(results) -> StudyTable`: the table and claims the study argues from;
+- optionally `figures(results, folder) -> list[Path]`: its plots, drawn into `folder`
+  (`isthmus reproduce NAME --figures DIR`).
 
 Adding a study is adding a module here; nothing else names it.
 """

@@ -538,3 +538,46 @@ def table(results: dict):
         claims=claims,
         notes=notes,
     )
+
+
+def figures(results: dict, folder: Path) -> list[Path]:
+    """The learning curves of pre-training, and the mean switch queue over the
+    heterogeneous run per scheme (first seed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = results["runs"]
+    drawn = []
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for r in _pick(runs, "training"):
+        ax.plot(range(1, len(r["curve"]) + 1), r["curve"], label=f"seed {r['seed']}")
+    ax.set_xlabel("pre-training episode")
+    ax.set_ylabel("mean reward per interval")
+    ax.set_title("ACC pre-training on incast mixes")
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    path = folder / "acc_learning.png"
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    drawn.append(path)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    phase_ms = results["settings"]["phase_ms"]
+    first = min(results["seeds"])
+    for scheme in SCHEMES:
+        for r in _pick(runs, "heterogeneous", scheme=scheme, seed=first):
+            series = r["series_queue_kb"]
+            t = np.linspace(0, 3 * phase_ms, len(series))
+            ax.plot(t, series, label=scheme)
+    for boundary in (phase_ms, 2 * phase_ms):
+        ax.axvline(boundary, color="grey", linewidth=0.8)
+    ax.set_xlabel("time (ms): web search, data mining, incast")
+    ax.set_ylabel("mean switch queue (KB)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("Heterogeneous traffic")
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    path = folder / "acc_queues.png"
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    drawn.append(path)
+    return drawn
