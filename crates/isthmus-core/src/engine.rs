@@ -1057,7 +1057,9 @@ impl Engine {
             self.transmit(port_id, pkt);
             return;
         }
-        if !port.up || !self.shared_buffer_admits(port_id, size) {
+        let up = port.up;
+        let lossless = self.lossless_at_switch(port_id, priority);
+        if !up || !self.shared_buffer_admits(port_id, size, lossless) {
             self.drop_at_port(port_id, pkt);
             return;
         }
@@ -1073,10 +1075,15 @@ impl Engine {
         };
         let was_empty = port.queue.is_empty();
         let mut evicted = std::mem::take(&mut self.scratch);
-        match port
-            .queue
-            .enqueue(item, remaining, delay, now, &mut port.rng, &mut evicted)
-        {
+        match port.queue.enqueue_with(
+            item,
+            remaining,
+            delay,
+            now,
+            &mut port.rng,
+            &mut evicted,
+            lossless,
+        ) {
             Admitted::Dropped => self.drop_at_port(port_id, pkt),
             Admitted::Queued { marked } => {
                 if marked {
@@ -1305,9 +1312,23 @@ impl Engine {
         self.drop_packet(pkt);
     }
 
+    /// Whether a packet of `priority` entering switch port `port_id`'s queue is in a
+    /// PFC lossless class: PFC, not the egress limit, bounds it.
+    #[inline]
+    fn lossless_at_switch(&self, port_id: PortId, priority: u8) -> bool {
+        match self.config.pfc {
+            Some(pfc) if priority < 8 && pfc.lossless & (1 << priority) != 0 => {
+                let node = self.ports[port_id as usize].node;
+                self.nodes[node as usize].kind == NodeKind::Switch
+            }
+            _ => false,
+        }
+    }
+
     /// Whether a switch port may queue `size` more bytes under the shared buffer's
-    /// dynamic threshold (host NICs have their own buffers).
-    fn shared_buffer_admits(&self, port_id: PortId, size: u32) -> bool {
+    /// dynamic threshold (host NICs have their own buffers); a lossless packet needs
+    /// only room in the buffer itself.
+    fn shared_buffer_admits(&self, port_id: PortId, size: u32, lossless: bool) -> bool {
         let Some(shared) = self.config.shared_buffer else {
             return true;
         };
@@ -1319,7 +1340,7 @@ impl Engine {
         let queued = self.ports[port_id as usize].queue.bytes();
         let size = size as u64;
         let threshold = shared.alpha * shared.bytes.saturating_sub(used) as f64;
-        used + size <= shared.bytes && (queued + size) as f64 <= threshold
+        used + size <= shared.bytes && (lossless || (queued + size) as f64 <= threshold)
     }
 
     /// Drops packets a port's queue pushed out, counting them against the port.

@@ -150,3 +150,79 @@ fn a_pause_threshold_that_follows_the_free_buffer_keeps_a_full_switch_lossless()
         "a transmitter stayed paused"
     );
 }
+
+#[test]
+fn a_lossless_class_holds_what_its_paused_ingresses_sent_past_the_egress_limit() {
+    // Eight ingresses may each hold 30 KB before pausing, 240 KB together (plus what is
+    // in flight when the pause lands), behind an egress limited to 100 packets (150 KB).
+    let small_egress = |pfc: Option<Pfc>| {
+        let mut nodes: Vec<(String, NodeKind)> =
+            (0..8).map(|i| (format!("h{i}"), NodeKind::Host)).collect();
+        nodes.push(("rx".into(), NodeKind::Host));
+        nodes.push(("s".into(), NodeKind::Switch));
+        let link = LinkSpec {
+            rate: 10 * G,
+            delay: US,
+        };
+        let mut links: Vec<(String, String, LinkSpec)> = (0..8)
+            .map(|i| (format!("h{i}"), "s".to_string(), link))
+            .collect();
+        links.push(("s".into(), "rx".into(), link));
+        let config = EngineConfig {
+            host_queue: QueueConfig::drop_tail(Limit::Packets(1 << 20)),
+            switch_queue: QueueConfig::drop_tail(Limit::Packets(100)),
+            pfc,
+            ..Default::default()
+        };
+        let mut e = Engine::new(Topology::custom(&nodes, &links).unwrap(), config, 1);
+        for src in 0..8 {
+            let spec = UdpFlowSpec {
+                rate: 10 * G,
+                packet_size: 1500,
+                arrivals: Arrivals::Constant,
+                size: 0,
+                start: 0,
+                stop: 2 * MS,
+            };
+            e.add_udp_flow(src, 8, spec).unwrap();
+        }
+        e
+    };
+    let pfc = Pfc {
+        xoff: 30_000,
+        xon: 15_000,
+        lossless: 1,
+        free_fraction: None,
+    };
+    let mut e = small_egress(Some(pfc));
+    assert!(e.run_until_flows_finish(SEC));
+    let drops: u64 = e.ports.iter().map(|p| p.counters.drop_packets).sum();
+    assert_eq!(drops, 0, "a lossless class dropped at a full egress");
+    let switch = e.topology().node_index("s").unwrap();
+    let egress = e
+        .ports
+        .iter()
+        .find(|p| p.node == switch && p.local == 8)
+        .unwrap();
+    let peak = egress.counters.max_queue_bytes;
+    assert!(
+        peak > 150_000,
+        "the egress held more than its limit ({peak} B)"
+    );
+    // What the ingresses may hold, plus a pause's round trip of line rate each.
+    assert!(
+        peak <= 8 * (30_000 + 2 * 3_000),
+        "bounded by the ingresses' thresholds: {peak} B"
+    );
+    // The lossy class still drops at the egress limit.
+    let mut lossy = small_egress(Some(Pfc { lossless: 2, ..pfc }));
+    lossy.run_until(SEC);
+    assert!(
+        lossy
+            .ports
+            .iter()
+            .map(|p| p.counters.drop_packets)
+            .sum::<u64>()
+            > 1000
+    );
+}

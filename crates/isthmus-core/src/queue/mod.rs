@@ -415,13 +415,31 @@ impl PortQueue {
         rng: &mut Rng,
         evicted: &mut Vec<PacketId>,
     ) -> Admitted {
-        let admitted = self.enqueue_discipline(item, rank_hint, delay, now, rng, evicted);
+        self.enqueue_with(item, rank_hint, delay, now, rng, evicted, false)
+    }
+
+    /// As `enqueue`; a `lossless` packet (a PFC-protected class at a switch) is admitted
+    /// past the port's limit: PFC bounds what its ingress may send, so the egress holds
+    /// what arrives (the switch's headroom), as lossless switches do.
+    #[allow(clippy::too_many_arguments)]
+    pub fn enqueue_with(
+        &mut self,
+        item: Queued,
+        rank_hint: u64,
+        delay: Time,
+        now: Time,
+        rng: &mut Rng,
+        evicted: &mut Vec<PacketId>,
+        lossless: bool,
+    ) -> Admitted {
+        let admitted = self.enqueue_discipline(item, rank_hint, delay, now, rng, evicted, lossless);
         if self.config.device_queue > 0 {
             self.refill_device(now, evicted);
         }
         admitted
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn enqueue_discipline(
         &mut self,
         mut item: Queued,
@@ -430,15 +448,16 @@ impl PortQueue {
         now: Time,
         rng: &mut Rng,
         evicted: &mut Vec<PacketId>,
+        lossless: bool,
     ) -> Admitted {
         let class = item.class as usize;
         self.counters[class].enqueued += 1;
-        let full = exceeds(
-            self.config.limit,
-            self.packets + 1,
-            self.bytes + item.size as u64,
-        );
-        let limit = self.config.limit;
+        let limit = if lossless {
+            Limit::Bytes(u64::MAX)
+        } else {
+            self.config.limit
+        };
+        let full = exceeds(limit, self.packets + 1, self.bytes + item.size as u64);
         let verdict = match &mut self.state {
             State::Classes {
                 queues,
