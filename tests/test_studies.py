@@ -26,12 +26,12 @@ def test_no_configuration_wins_every_objective():
 
 def test_studies_are_discovered_and_each_exposes_the_interface():
     found = studies.available()
-    assert {"nosilverbullet", "ofpt", "ibcn", "diolkos"} <= set(found)
+    assert {"nosilverbullet", "ofpt", "ibcn", "diolkos", "acc"} <= set(found)
     for name, module in found.items():
         assert name == module.NAME and module.TITLE
         assert callable(module.run) and callable(module.table)
     with pytest.raises(
-        ValueError, match="unknown study 'silver'; available: diolkos, ibcn, nosilverbullet, ofpt"
+        ValueError, match="unknown study 'silver'; available: acc, diolkos, ibcn, nosilverbullet, ofpt"
     ):
         studies.study("silver")
 
@@ -51,8 +51,11 @@ def test_reproduce_prints_the_table_and_claims_and_writes_json(tmp_path):
     missing = CliRunner().invoke(app, ["reproduce", "silver"])
     assert (
         missing.exit_code == 2
-        and "available: diolkos, ibcn, nosilverbullet, ofpt" in missing.output
+        and "available: acc, diolkos, ibcn, nosilverbullet, ofpt" in missing.output
     )
+    no_figures = CliRunner().invoke(app, ["reproduce", "nosilverbullet", "--figures", "x"])
+    assert no_figures.exit_code != 0
+    assert "study nosilverbullet draws no figures" in no_figures.output
     listed = CliRunner().invoke(app, ["studies"])
     assert listed.exit_code == 0 and "nosilverbullet" in listed.output
 
