@@ -523,6 +523,15 @@ def _cell(value: object) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
+def _json_scalar(value: object) -> object:
+    """NumPy scalars in study results, as the Python numbers JSON takes."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
 @app.command()
 def reproduce(
     study: str = typer.Argument(..., help="The study to reproduce (see `isthmus studies`)."),
@@ -576,7 +585,7 @@ def reproduce(
             **shown.as_dict(),
             "results": results,
         }
-        json_out.write_text(json.dumps(document, indent=2) + "\n")
+        json_out.write_text(json.dumps(document, indent=2, default=_json_scalar) + "\n")
         console.print(f"written to [bold]{_literal(str(json_out))}[/]")
     if figures is not None:
         figures.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,10 @@ class Claim:
     holds: bool
     evidence: str
 
+    def __post_init__(self) -> None:
+        # Comparisons of NumPy figures give NumPy booleans, which JSON does not take.
+        object.__setattr__(self, "holds", bool(self.holds))
+
 
 @dataclass(frozen=True)
 class StudyTable:
