@@ -73,3 +73,13 @@ def test_a_study_table_renders_as_html_in_notebooks():
     html = table._repr_html_()
     assert "<th>scheme</th>" in html and "<td>a&amp;b</td>" in html
     assert "t &lt;1&gt;" in html and "<b>holds</b>: A beats B" in html
+
+
+def test_a_claim_judged_on_numpy_figures_holds_a_plain_boolean():
+    import numpy as np
+
+    from isthmus.studies import Claim
+
+    claim = Claim("A beats B", np.float64(2.0) > np.float64(1.0), "2 > 1")
+    assert type(claim.holds) is bool
+    assert json.loads(json.dumps(claim.__dict__))["holds"] is True
