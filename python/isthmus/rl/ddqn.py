@@ -230,10 +230,12 @@ class GlobalMemory:
     def __init__(self, capacity: int = 20_000, seed: int = 0):
         import logging
 
-        # TorchRL announces every storage it initialises at INFO; that is not the user's.
-        logging.getLogger("torchrl").setLevel(logging.WARNING)
         from tensordict import TensorDict
         from torchrl.data import LazyTensorStorage, ReplayBuffer
+
+        # TorchRL announces every storage it initialises at INFO (its import sets the
+        # level); that is not the user's to read.
+        logging.getLogger("torchrl").setLevel(logging.WARNING)
 
         self._tensordict = TensorDict
         self.buffer = ReplayBuffer(
