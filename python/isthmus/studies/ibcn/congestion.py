@@ -74,7 +74,7 @@ class TimeScale:
 
 
 SCALED = TimeScale("scaled", 1e-3, "200us", "800us", 500, 2.0)
-PAPER = TimeScale("paper", 1.0, "200ms", "800ms", 60, 20.0)
+PAPER = TimeScale("paper", 1.0, "200ms", "800ms", 75, 20.0)
 QUICK_SCALED = TimeScale("scaled", 1e-3, "200us", "800us", 100, 0.3)
 
 
