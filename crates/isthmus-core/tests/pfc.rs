@@ -16,6 +16,25 @@ fn incast(pfc: Option<Pfc>) -> Engine {
 }
 
 fn incast_sharing(pfc: Option<Pfc>, shared_buffer: Option<SharedBuffer>) -> Engine {
+    let poisson = UdpFlowSpec {
+        rate: 5 * G,
+        packet_size: 1500,
+        arrivals: Arrivals::Poisson,
+        size: 0,
+        start: 0,
+        stop: 5 * MS,
+    };
+    incast_into(300, pfc, shared_buffer, poisson)
+}
+
+/// Eight senders each sending `flow` into one receiver behind a switch whose egress
+/// ports hold `egress_packets`.
+fn incast_into(
+    egress_packets: u64,
+    pfc: Option<Pfc>,
+    shared_buffer: Option<SharedBuffer>,
+    flow: UdpFlowSpec,
+) -> Engine {
     let mut nodes: Vec<(String, NodeKind)> =
         (0..8).map(|i| (format!("h{i}"), NodeKind::Host)).collect();
     nodes.push(("rx".into(), NodeKind::Host));
@@ -30,22 +49,14 @@ fn incast_sharing(pfc: Option<Pfc>, shared_buffer: Option<SharedBuffer>) -> Engi
     links.push(("s".into(), "rx".into(), link));
     let config = EngineConfig {
         host_queue: QueueConfig::drop_tail(Limit::Packets(1 << 20)),
-        switch_queue: QueueConfig::drop_tail(Limit::Packets(300)),
+        switch_queue: QueueConfig::drop_tail(Limit::Packets(egress_packets)),
         pfc,
         shared_buffer,
         ..Default::default()
     };
     let mut e = Engine::new(Topology::custom(&nodes, &links).unwrap(), config, 1);
     for src in 0..8 {
-        let spec = UdpFlowSpec {
-            rate: 5 * G,
-            packet_size: 1500,
-            arrivals: Arrivals::Poisson,
-            size: 0,
-            start: 0,
-            stop: 5 * MS,
-        };
-        e.add_udp_flow(src, 8, spec).unwrap();
+        e.add_udp_flow(src, 8, flow).unwrap();
     }
     e
 }
@@ -155,39 +166,15 @@ fn a_pause_threshold_that_follows_the_free_buffer_keeps_a_full_switch_lossless()
 fn a_lossless_class_holds_what_its_paused_ingresses_sent_past_the_egress_limit() {
     // Eight ingresses may each hold 30 KB before pausing, 240 KB together (plus what is
     // in flight when the pause lands), behind an egress limited to 100 packets (150 KB).
-    let small_egress = |pfc: Option<Pfc>| {
-        let mut nodes: Vec<(String, NodeKind)> =
-            (0..8).map(|i| (format!("h{i}"), NodeKind::Host)).collect();
-        nodes.push(("rx".into(), NodeKind::Host));
-        nodes.push(("s".into(), NodeKind::Switch));
-        let link = LinkSpec {
-            rate: 10 * G,
-            delay: US,
-        };
-        let mut links: Vec<(String, String, LinkSpec)> = (0..8)
-            .map(|i| (format!("h{i}"), "s".to_string(), link))
-            .collect();
-        links.push(("s".into(), "rx".into(), link));
-        let config = EngineConfig {
-            host_queue: QueueConfig::drop_tail(Limit::Packets(1 << 20)),
-            switch_queue: QueueConfig::drop_tail(Limit::Packets(100)),
-            pfc,
-            ..Default::default()
-        };
-        let mut e = Engine::new(Topology::custom(&nodes, &links).unwrap(), config, 1);
-        for src in 0..8 {
-            let spec = UdpFlowSpec {
-                rate: 10 * G,
-                packet_size: 1500,
-                arrivals: Arrivals::Constant,
-                size: 0,
-                start: 0,
-                stop: 2 * MS,
-            };
-            e.add_udp_flow(src, 8, spec).unwrap();
-        }
-        e
+    let line_rate = UdpFlowSpec {
+        rate: 10 * G,
+        packet_size: 1500,
+        arrivals: Arrivals::Constant,
+        size: 0,
+        start: 0,
+        stop: 2 * MS,
     };
+    let small_egress = |pfc: Option<Pfc>| incast_into(100, pfc, None, line_rate);
     let pfc = Pfc {
         xoff: 30_000,
         xon: 15_000,

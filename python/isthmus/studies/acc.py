@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -335,6 +337,36 @@ def run_sharing(seed: int, scheme: str, senders: int, span_ms: float) -> dict:
     }
 
 
+def _jobs(settings: dict, seed: int, models: dict) -> list[tuple[str, str, Callable[[], dict]]]:
+    """(experiment, label, run) for every evaluation run of one seed."""
+    jobs = []
+    for scheme in SCHEMES:
+        jobs.append(
+            (
+                "heterogeneous",
+                f"heterogeneous traffic, {scheme}",
+                partial(run_heterogeneous, seed, scheme, models, settings["phase_ms"]),
+            )
+        )
+        jobs += [
+            (
+                "messages",
+                f"messages at {load:.0%}, {scheme}",
+                partial(run_messages, seed, scheme, models, load, settings["message_ms"]),
+            )
+            for load in settings["loads"]
+        ]
+        jobs += [
+            (
+                "sharing",
+                f"RDMA/TCP sharing {senders}:1, {scheme}",
+                partial(run_sharing, seed, scheme, senders, settings["sharing_ms"]),
+            )
+            for senders in settings["incasts"]
+        ]
+    return jobs
+
+
 def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
     import torch
 
@@ -364,27 +396,13 @@ def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
             }
         )
         models = trained["models"]
-        for scheme in SCHEMES:
-            progress(f"heterogeneous traffic, {scheme}, seed {seed}")
+        for experiment, label, job in _jobs(settings, seed, models):
+            progress(f"{label}, seed {seed}")
             started = time.perf_counter()
-            outcome = run_heterogeneous(seed, scheme, models, settings["phase_ms"])
-            outcome.update(experiment="heterogeneous", wall_s=time.perf_counter() - started)
+            outcome = job()
+            outcome.update(experiment=experiment, wall_s=time.perf_counter() - started)
             results["runs"].append(outcome)
             done += 1
-            for load in settings["loads"]:
-                progress(f"messages at {load:.0%}, {scheme}, seed {seed}")
-                started = time.perf_counter()
-                outcome = run_messages(seed, scheme, models, load, settings["message_ms"])
-                outcome.update(experiment="messages", wall_s=time.perf_counter() - started)
-                results["runs"].append(outcome)
-                done += 1
-            for senders in settings["incasts"]:
-                progress(f"RDMA/TCP sharing {senders}:1, {scheme}, seed {seed}")
-                started = time.perf_counter()
-                outcome = run_sharing(seed, scheme, senders, settings["sharing_ms"])
-                outcome.update(experiment="sharing", wall_s=time.perf_counter() - started)
-                results["runs"].append(outcome)
-                done += 1
     progress("done")
     return results
 
