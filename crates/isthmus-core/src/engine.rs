@@ -1075,7 +1075,7 @@ impl Engine {
         };
         let was_empty = port.queue.is_empty();
         let mut evicted = std::mem::take(&mut self.scratch);
-        match port.queue.enqueue_with(
+        match port.queue.enqueue(
             item,
             remaining,
             delay,

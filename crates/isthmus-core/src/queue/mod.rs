@@ -406,23 +406,12 @@ impl PortQueue {
     /// `delay` estimates the queueing delay it faces (PIE uses it). Waiting packets
     /// pushed out to make room (FQ, PIFO), or dropped by the AQM on their way down to
     /// the device, are appended to `evicted`.
-    pub fn enqueue(
-        &mut self,
-        item: Queued,
-        rank_hint: u64,
-        delay: Time,
-        now: Time,
-        rng: &mut Rng,
-        evicted: &mut Vec<PacketId>,
-    ) -> Admitted {
-        self.enqueue_with(item, rank_hint, delay, now, rng, evicted, false)
-    }
-
-    /// As `enqueue`; a `lossless` packet (a PFC-protected class at a switch) is admitted
+    /// Admits `item` or drops it (or, for FQ and PIFO, pushes others out into `evicted`).
+    /// A `lossless` packet (a PFC-protected class at a switch) is admitted
     /// past the port's limit: PFC bounds what its ingress may send, so the egress holds
     /// what arrives (the switch's headroom), as lossless switches do.
     #[allow(clippy::too_many_arguments)]
-    pub fn enqueue_with(
+    pub fn enqueue(
         &mut self,
         item: Queued,
         rank_hint: u64,
@@ -917,7 +906,7 @@ impl PortQueue {
         for mut item in self.drain() {
             item.class = next.class_of(item.class);
             next.counters[item.class as usize].enqueued -= 1;
-            if next.enqueue(item, 0, 0, now, rng, dropped) == Admitted::Dropped {
+            if next.enqueue(item, 0, 0, now, rng, dropped, false) == Admitted::Dropped {
                 dropped.push(item.pkt);
             }
         }
@@ -984,6 +973,7 @@ mod tests {
                 0,
                 &mut r,
                 &mut Vec::new(),
+                false,
             );
         }
         let order = drain_classes(&mut q, 30);
@@ -1011,7 +1001,15 @@ mod tests {
         });
         let mut r = rng();
         for i in 0..20 {
-            q.enqueue(item(i, 1500, 0, 0, 0), 0, 0, 0, &mut r, &mut Vec::new());
+            q.enqueue(
+                item(i, 1500, 0, 0, 0),
+                0,
+                0,
+                0,
+                &mut r,
+                &mut Vec::new(),
+                false,
+            );
         }
         let aqms = |q: &PortQueue| match &q.state {
             State::Classes { queues, .. } => queues
@@ -1049,6 +1047,7 @@ mod tests {
                     0,
                     &mut r,
                     &mut Vec::new(),
+                    false,
                 );
                 id += 1;
             }
@@ -1111,6 +1110,7 @@ mod tests {
                     0,
                     &mut r,
                     &mut Vec::new(),
+                    false,
                 );
                 id += 1;
             }
@@ -1149,16 +1149,33 @@ mod tests {
                 0,
                 &mut r,
                 &mut evicted,
+                false,
             );
         }
         let queued = Admitted::Queued { marked: false };
         assert_eq!(
-            q.enqueue(item(3, 1500, 3, 0, 0), 50, 0, 0, &mut r, &mut evicted),
+            q.enqueue(
+                item(3, 1500, 3, 0, 0),
+                50,
+                0,
+                0,
+                &mut r,
+                &mut evicted,
+                false
+            ),
             queued
         );
         assert_eq!(evicted, vec![PacketId(2)]);
         assert_eq!(
-            q.enqueue(item(4, 1500, 4, 0, 0), 99_999, 0, 0, &mut r, &mut evicted),
+            q.enqueue(
+                item(4, 1500, 4, 0, 0),
+                99_999,
+                0,
+                0,
+                &mut r,
+                &mut evicted,
+                false
+            ),
             Admitted::Dropped
         );
         let mut dropped = Vec::new();
@@ -1181,10 +1198,10 @@ mod tests {
         let mut r = rng();
         let mut evicted = Vec::new();
         for i in 0..4 {
-            q.enqueue(item(i, 1500, 7, 0, 0), 0, 0, 0, &mut r, &mut evicted);
+            q.enqueue(item(i, 1500, 7, 0, 0), 0, 0, 0, &mut r, &mut evicted, false);
         }
         assert_eq!(
-            q.enqueue(item(9, 1500, 8, 0, 0), 0, 0, 0, &mut r, &mut evicted),
+            q.enqueue(item(9, 1500, 8, 0, 0), 0, 0, 0, &mut r, &mut evicted, false),
             Admitted::Queued { marked: false }
         );
         assert_eq!(evicted, vec![PacketId(0)]);
@@ -1203,8 +1220,24 @@ mod tests {
         };
         let mut q = PortQueue::new(config);
         let mut r = rng();
-        q.enqueue(item(0, 100, 0, 1, 0), 0, 0, 0, &mut r, &mut Vec::new());
-        q.enqueue(item(1, 100, 0, 0, 0), 0, 0, 0, &mut r, &mut Vec::new());
+        q.enqueue(
+            item(0, 100, 0, 1, 0),
+            0,
+            0,
+            0,
+            &mut r,
+            &mut Vec::new(),
+            false,
+        );
+        q.enqueue(
+            item(1, 100, 0, 0, 0),
+            0,
+            0,
+            0,
+            &mut r,
+            &mut Vec::new(),
+            false,
+        );
         let order: Vec<u32> = q.drain().iter().map(|i| i.pkt.0).collect();
         assert_eq!(order, vec![1, 0]);
         assert!(q.is_empty() && q.bytes() == 0);
