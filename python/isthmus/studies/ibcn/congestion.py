@@ -8,7 +8,8 @@ BCN and against no congestion management, on the paper's three-tier network
    (`Simulation.add_message_flow`). Measured after the warm-up: transactions per
    second, their goodput (Gb/s), and the mean one-way packet delay (us).
 2. Scenario 2, continuous senders: the same 48 connections each send without pause
-   (iperf-like) for the whole run, holding the bottleneck at 99.9 % or more (the
+   (iperf-like, starting at random in the first millisecond) for the whole run,
+   holding the bottleneck at 99.9 % or more (the
    paper's loaded link); measured: the mean goodput of the 40 sources that share the
    bottleneck, its standard deviation across them (% of the mean), the total goodput
    per interval with its standard deviation over time (% of the mean), and the
@@ -106,7 +107,11 @@ def add_sources(
     for i, src in enumerate(SOURCES):
         dst = i % DESTINATIONS
         if workload.continuous:
-            flow = sim.add_bulk_flow(src, dst, _ps(end_s), transport="tcp")
+            # Staggered starts (uniform in the first millisecond), so seeds differ.
+            start = rng.uniform(0.0, 1e-3)
+            flow = sim.add_bulk_flow(
+                src, dst, _ps(end_s - start), start=_ps(start), transport="tcp"
+            )
         else:
             if load is None:
                 count = int(end_s / THINK_RANGE_S[0]) + 1
