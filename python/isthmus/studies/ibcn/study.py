@@ -120,6 +120,7 @@ FIGURES = {
         ("std across sources %", "source_std_pct", 1, 1),
         ("std over time %", "time_std_pct", 1, None),
         ("bottleneck use %", "bottleneck_util_pct", 1, None),
+        ("total Gb/s", "goodput_gbps", 3, None),
         ("delay us", "delay_us", 1, None),
     ),
     "load": (("Gb/s", "goodput_gbps", 3, None),),
