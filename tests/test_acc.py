@@ -185,3 +185,34 @@ def test_the_study_runs_and_compares_acc_with_both_static_settings(monkeypatch, 
     drawn = study.figures(results, tmp_path)
     assert [p.name for p in drawn] == ["acc_learning.png", "acc_queues.png"]
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in drawn)
+
+
+def test_acc_runs_from_a_scenario_file():
+    from isthmus.scenario import parse_scenario
+
+    spec = parse_scenario(
+        """
+name = "acc"
+[topology]
+kind = "leaf_spine"
+spines = 1
+leaves = 2
+hosts_per_leaf = 2
+[[traffic]]
+kind = "incast"
+receiver = 0
+senders = 3
+size = "500KB"
+transport = "dcqcn"
+[run]
+duration = "2ms"
+[control]
+[[control.apps]]
+name = "acc"
+interval = "100us"
+"""
+    )
+    sim = spec.build()
+    spec.execute(sim)
+    agents = list(sim.control_plane.agents.values())
+    assert len(agents) == 3 and all(isinstance(a, Acc) and a.steps == 20 for a in agents)
