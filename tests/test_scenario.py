@@ -47,6 +47,10 @@ def test_the_base_scenario_is_valid_and_runs():
         (edited('name = "t"', 'name = "t"\ncolour = "red"'), r"s\.toml: colour: unknown key"),
         (edited("spines = 2", "spines = 2\nspine = 2"), r"topology\.spine: unknown key"),
         (
+            edited("spines = 2", "spines = 2\nload = 0.5"),
+            r"topology\.load: not a key of this kind of section \(other kinds take it\)",
+        ),
+        (
             edited('duration = "2ms"', 'duraton = "2ms"'),
             r"run\.duraton: unknown key; did you mean 'duration'\?",
         ),

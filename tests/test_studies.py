@@ -31,7 +31,8 @@ def test_studies_are_discovered_and_each_exposes_the_interface():
         assert name == module.NAME and module.TITLE
         assert callable(module.run) and callable(module.table)
     with pytest.raises(
-        ValueError, match="unknown study 'silver'; available: acc, diolkos, ibcn, nosilverbullet, ofpt"
+        ValueError,
+        match="unknown study 'silver'; available: acc, diolkos, ibcn, nosilverbullet, ofpt",
     ):
         studies.study("silver")
 

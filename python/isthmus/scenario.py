@@ -794,8 +794,14 @@ def _describe(error: ValidationError, prefix: str = "") -> str:
             message = message[:300] + "..."
         if problem["type"] == "extra_forbidden":
             message = "unknown key; remove it or check its spelling"
-            guess = _closest_key(str(problem["loc"][-1]))
-            if guess:
+            key = str(problem["loc"][-1])
+            guess = _closest_key(key)
+            if guess == key:
+                message = (
+                    "not a key of this kind of section (other kinds take it); remove it "
+                    "or check the section's kind"
+                )
+            elif guess:
                 message = f"unknown key; did you mean '{guess}'?"
         elif problem["type"] == "missing":
             message = "required but missing"
