@@ -126,7 +126,7 @@ def test_a_failed_point_is_reported_and_the_others_finish(scenario_dir):
     assert (out / "file=a.csv,seed7" / "summary.json").exists()
 
 
-def test_a_sweep_on_local_ray_equals_the_local_one(scenario_dir):
+def test_a_sweep_on_local_ray_equals_the_local_one(scenario_dir, capfd):
     result, local = _sweep(scenario_dir, "--set", "load=0.1,0.3")
     assert result.exit_code == 0, result.output
     out = scenario_dir / "on-ray"
@@ -135,6 +135,9 @@ def test_a_sweep_on_local_ray_equals_the_local_one(scenario_dir):
     result = runner.invoke(app, cli)
     assert result.exit_code == 0, result.output
     assert "2 ran, 0 already done, 0 failed" in result.output
+    # Ray's start-up notices stay out of the user's output.
+    printed = result.output + "".join(capfd.readouterr())
+    assert "Started a local Ray instance" not in printed and "WARNING" not in printed
     for name in ("load=0.1,seed7", "load=0.3,seed7"):
         a = json.loads((local / name / "summary.json").read_text())
         b = json.loads((out / name / "summary.json").read_text())

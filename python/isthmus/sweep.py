@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import logging
 import tomllib as toml
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -265,7 +266,14 @@ def _run_on_ray(todo: list[Point], base: Path, out: Path, address: str, finished
         raise ValueError("--ray needs Ray: pip install 'isthmus[ray]'") from None
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=None if address == "local" else address, log_to_driver=False)
+        # Ray's start-up notices (a local instance started, token authentication) are
+        # Ray's, not the sweep's: only its errors reach the user.
+        logging.getLogger("ray").setLevel(logging.ERROR)
+        ray.init(
+            address=None if address == "local" else address,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+        )
     try:
         remote = ray.remote(run_point)
         pending = {remote.remote(p, base, out / p.name): p for p in todo}
