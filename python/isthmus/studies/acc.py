@@ -567,18 +567,14 @@ def figures(results: dict, folder: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     runs = results["runs"]
-    drawn = []
+    drawn: list[Path] = []
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for r in _pick(runs, "training"):
         ax.plot(range(1, len(r["curve"]) + 1), r["curve"], label=f"seed {r['seed']}")
     ax.set_xlabel("pre-training episode")
     ax.set_ylabel("mean reward per interval")
     ax.set_title("ACC pre-training on incast mixes")
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    path = folder / "acc_learning.png"
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    drawn.append(path)
+    drawn.append(_save(fig, ax, folder / "acc_learning.png"))
     fig, ax = plt.subplots(figsize=(6, 3.5))
     phase_ms = results["settings"]["phase_ms"]
     first = min(results["seeds"])
@@ -593,9 +589,15 @@ def figures(results: dict, folder: Path) -> list[Path]:
     ax.set_ylabel("mean switch queue (KB)")
     ax.set_ylim(bottom=0)
     ax.set_title("Heterogeneous traffic")
+    drawn.append(_save(fig, ax, folder / "acc_queues.png"))
+    return drawn
+
+
+def _save(fig, ax, path: Path) -> Path:
+    """The legend beside the plot, not over the data; PNG at 120 dpi."""
+    import matplotlib.pyplot as plt
+
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    path = folder / "acc_queues.png"
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
-    drawn.append(path)
-    return drawn
+    return path
