@@ -80,14 +80,33 @@ def test_a_headless_browser_renders_a_non_blank_page(report, tmp_path):
     subprocess.run(
         [
             browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            "--window-size=1300,2400", f"--screenshot={shot}", (report / "report.html").as_uri(),
+            "--disable-background-networking", "--disable-component-update", "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000",
+            "--window-size=1400,2400", f"--screenshot={shot}", (report / "report.html").as_uri(),
         ],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
     pixels = matplotlib.image.imread(shot)[..., :3]
+    assert pixels.shape[1] == 1400
     # A blank page is one flat colour; plots and text give many distinct values.
     assert pixels.std() > 0.05
     assert len({tuple(p) for p in pixels.reshape(-1, 3)[::97].round(2)}) > 50
+    # The interactive plots (the page's first plots) drew: their band below the tables
+    # is not blank either, and nothing overflows the 1400 px width (no page scroll).
+    band = pixels[900:2000]
+    assert band.std() > 0.05
+
+
+def test_the_interactive_plots_name_ports_and_embed_plotly_once(report):
+    from plotly.offline import get_plotlyjs
+
+    page = (report / "report.html").read_text()
+    assert page.count(get_plotlyjs()[:2000]) == 1, "Plotly's library, once"
+    assert page.index("Interactive plots") < page.index("Static plots")
+    # Hover names each switch egress port by switch and peer.
+    assert "utilization %{z:.2f}" in page
+    assert "leaf0-\\u003e" in page, "ports named switch->peer (JSON escapes the >)"
+    assert page.count('class="plot"') == 2 + 2  # time series, scatter, a heat map per run
 
 
 def test_a_folder_that_is_not_a_run_is_one_clear_error(tmp_path):

@@ -1,5 +1,6 @@
-"""HTML reports of run folders: one self-contained page (plots embedded as PNG data)
-with the plots also written beside it.
+"""HTML reports of run folders: one self-contained page that opens with interactive
+plots (`isthmus.report_interactive`) and keeps the static ones (embedded as PNG data,
+and written beside it for papers).
 
 Plots, each with one line or bar group per run:
 - slowdown by flow-size bucket (mean and p99);
@@ -30,6 +31,7 @@ import numpy as np  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from isthmus.metrics import BUCKETS  # noqa: E402
+from isthmus.report_interactive import section as interactive_section  # noqa: E402
 from isthmus.units import PS_PER_SECOND  # noqa: E402
 
 HEADLINES = (
@@ -312,11 +314,13 @@ def write_report(folders: list[Path], out: Path) -> Path:
 body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1300px; color: #222; }}
 table {{ border-collapse: collapse; margin-bottom: 2em; }}
 th, td {{ border: 1px solid #ccc; padding: 4px 10px; text-align: right; }}
-figure {{ margin: 1em 0; }} img {{ max-width: 100%; }}
+figure {{ margin: 1em 0; }} img {{ max-width: 100%; }} .plot {{ margin: 1em 0; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
 {_sweep_table(groups) if groups else ""}
 {_table(runs)}
+{interactive_section(runs)}
+<h2>Static plots (PNG, also in plots/)</h2>
 {figures}
 </body></html>
 """
