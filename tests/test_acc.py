@@ -216,3 +216,17 @@ interval = "100us"
     spec.execute(sim)
     agents = list(sim.control_plane.agents.values())
     assert len(agents) == 3 and all(isinstance(a, Acc) and a.steps == 20 for a in agents)
+
+
+def test_the_same_seed_gives_the_same_acc_run():
+    def once() -> tuple[list, list]:
+        sim = _small_fabric(3)
+        plane = ControlPlane(sim)
+        agents = plane.add_agents(Acc, interval="50us", seed=7, settings=DqnSettings(batch=8))
+        plane.run("1ms")
+        return (
+            [a.template.tolist() for a in agents],
+            sim.flows()["finish_ps"].tolist(),
+        )
+
+    assert once() == once()
