@@ -210,12 +210,18 @@ duration = "2ms"
 [[control.apps]]
 name = "acc"
 interval = "100us"
+settings = { batch = 8, hidden = 16 }
 """
     )
     sim = spec.build()
     spec.execute(sim)
     agents = list(sim.control_plane.agents.values())
     assert len(agents) == 3 and all(isinstance(a, Acc) and a.steps == 20 for a in agents)
+    assert all(a.dqn.settings.hidden == 16 for a in agents)
+    bad = ControlPlane(_small_fabric(1))
+    bad.add_agents(Acc, settings={"hiden": 16})
+    with pytest.raises(ValueError, match="unknown ACC learner setting.*hiden"):
+        bad.run("100us")
 
 
 def test_the_same_seed_gives_the_same_acc_run():

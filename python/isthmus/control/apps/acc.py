@@ -109,7 +109,7 @@ class Acc(SwitchAgent):
             len(self._rows),
             self.observer.state_dim,
             NUM_TEMPLATES,
-            self.settings or DqnSettings(),
+            _settings(self.settings, DqnSettings),
             seed=int(np.random.default_rng(switch_seed).integers(2**31)),
         )
         if self.pretrained is not None:
@@ -187,6 +187,23 @@ class Acc(SwitchAgent):
             self.memory.push(self.dqn.recent(self.share_every))
             if self.train:
                 self.memory.pull_into(self.dqn, self.pull)
+
+
+def _settings(given: Any, settings_type: type) -> Any:
+    """The learners' settings: given as `DqnSettings`, as a table of its fields (a
+    scenario file's), or the defaults."""
+    if given is None:
+        return settings_type()
+    if isinstance(given, dict):
+        fields = set(settings_type.__dataclass_fields__)
+        unknown = sorted(set(given) - fields)
+        if unknown:
+            raise ValueError(
+                f"unknown ACC learner setting(s) {', '.join(unknown)}; known: "
+                f"{', '.join(sorted(fields))}"
+            )
+        return settings_type(**given)
+    return given
 
 
 def save_models(agents: list[Acc], path: str | Path) -> None:
