@@ -92,7 +92,7 @@ def test_a_headless_browser_renders_a_non_blank_page(report, tmp_path):
     assert pixels.std() > 0.05
     assert len({tuple(p) for p in pixels.reshape(-1, 3)[::97].round(2)}) > 50
     # The interactive plots (the page's first plots) drew: their band below the tables
-    # is not blank either, and nothing overflows the 1400 px width (no page scroll).
+    # is not blank either.
     band = pixels[900:2000]
     assert band.std() > 0.05
 
