@@ -74,6 +74,15 @@ class Run:
         """Which egress ports belong to switches (every role but "host")."""
         return np.array([r != "host" for r in self.ports["role"]])
 
+    def switch_series(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(sample times in ms, Gbit/s leaving switch ports over each interval ending at
+        times[1:], the longest switch queue in packets at each time)."""
+        switch = self.switch_ports()
+        t, tx = self.series_matrix("tx_bytes")
+        rate = np.diff(tx[:, switch].sum(axis=1)) * 8 / np.diff(t) / 1e9
+        _, q = self.series_matrix("queue_packets")
+        return t * 1e3, rate, q[:, switch].max(axis=1)
+
     def series_matrix(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """(sample times in s, samples × ports) of a time-series column."""
         assert self.series is not None
@@ -123,12 +132,9 @@ def _series_plots(runs: list[Run], throughput: plt.Axes, queue: plt.Axes) -> Non
     for run in runs:
         if run.series is None:
             continue
-        switch = run.switch_ports()
-        t, tx = run.series_matrix("tx_bytes")
-        rate = np.diff(tx[:, switch].sum(axis=1)) * 8 / np.diff(t) / 1e9
-        throughput.plot(t[1:] * 1e3, rate, label=run.name)
-        _, q = run.series_matrix("queue_packets")
-        queue.plot(t * 1e3, q[:, switch].max(axis=1), label=run.name)
+        t_ms, rate, longest = run.switch_series()
+        throughput.plot(t_ms[1:], rate, label=run.name)
+        queue.plot(t_ms, longest, label=run.name)
     throughput.set_title("Throughput out of switch ports")
     throughput.set_xlabel("time (ms)")
     throughput.set_ylabel("Gbit/s")

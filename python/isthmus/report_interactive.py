@@ -82,34 +82,22 @@ def time_series(runs: list[Run]) -> str:
     for run in runs:
         if run.series is None:
             continue
-        switch = run.switch_ports()
-        t, tx = run.series_matrix("tx_bytes")
-        rate = np.diff(tx[:, switch].sum(axis=1)) * 8 / np.diff(t) / 1e9
-        _, q = run.series_matrix("queue_packets")
-        figure.add_trace(
-            go.Scatter(
-                x=t[1:] * 1e3,
-                y=rate,
-                name=f"{run.name} Gbit/s",
-                hovertemplate="%{x:.3f} ms: %{y:.2f} Gbit/s<extra>"
-                + html.escape(run.name)
-                + "</extra>",
-            ),
-            row=1,
-            col=1,
-        )
-        figure.add_trace(
-            go.Scatter(
-                x=t * 1e3,
-                y=q[:, switch].max(axis=1),
-                name=f"{run.name} packets",
-                hovertemplate="%{x:.3f} ms: %{y:.0f} packets<extra>"
-                + html.escape(run.name)
-                + "</extra>",
-            ),
-            row=1,
-            col=2,
-        )
+        t_ms, rate, longest = run.switch_series()
+        name = html.escape(run.name)
+        for col, x, y, unit, digits in (
+            (1, t_ms[1:], rate, "Gbit/s", 2),
+            (2, t_ms, longest, "packets", 0),
+        ):
+            figure.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    name=f"{run.name} {unit}",
+                    hovertemplate=f"%{{x:.3f}} ms: %{{y:.{digits}f}} {unit}<extra>{name}</extra>",
+                ),
+                row=1,
+                col=col,
+            )
     _layout(figure, "Throughput and queues over time", "time (ms)", "")
     figure.update_xaxes(title_text="time (ms)", rangemode="tozero")
     figure.update_yaxes(title_text="Gbit/s", rangemode="tozero", row=1, col=1)
