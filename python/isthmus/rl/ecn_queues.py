@@ -24,6 +24,11 @@ from __future__ import annotations
 import numpy as np
 
 FEATURES = 5
+# The queue each learner's reward is measured against: DCQCN's production Kmin (100 KB
+# at 25 Gb/s, scaled with the link), a queue static settings already call congested.
+QUEUE_REF_BYTES_AT_25G = 100_000
+# The queue counters an observation reads.
+COUNTERS = ("queue_bytes", "dequeued", "dequeued_bytes", "aqm_marks")
 KMIN_KB = (2, 5, 10, 20, 40, 80, 160, 320)
 KMAX_FACTORS = (4, 20)
 PMAX = (0.01, 0.2)
@@ -42,6 +47,11 @@ def templates(rate_bps: float) -> list[tuple[int, int, float]]:
 
 
 NUM_TEMPLATES = len(KMIN_KB) * len(KMAX_FACTORS) * len(PMAX)
+
+
+def queue_ref_bytes(rates_bps: np.ndarray) -> np.ndarray:
+    """Each queue's reference length: `QUEUE_REF_BYTES_AT_25G` scaled by its link rate."""
+    return QUEUE_REF_BYTES_AT_25G * np.asarray(rates_bps, dtype=np.float64) / REFERENCE_BPS
 
 
 class QueueObserver:

@@ -26,10 +26,14 @@ from pettingzoo import ParallelEnv
 
 from isthmus import units
 from isthmus.control import ControlPlane, SwitchAgent
-from isthmus.rl.ecn_queues import NUM_TEMPLATES, QueueObserver, templates
+from isthmus.rl.ecn_queues import (
+    COUNTERS,
+    NUM_TEMPLATES,
+    QueueObserver,
+    queue_ref_bytes,
+    templates,
+)
 from isthmus.simulation import Simulation
-
-QUEUE_REF_BYTES_AT_25G = 100_000
 
 
 class EcnQueuesEnv(ParallelEnv):
@@ -106,7 +110,7 @@ class EcnQueuesEnv(ParallelEnv):
         self._plane.run(self.sim.now)
         self.observer = QueueObserver(
             self._rates,
-            QUEUE_REF_BYTES_AT_25G * self._rates / 25e9,
+            queue_ref_bytes(self._rates),
             history=self.history,
             beta=self.beta,
         )
@@ -118,9 +122,7 @@ class EcnQueuesEnv(ParallelEnv):
 
     def _counters(self) -> dict[str, np.ndarray]:
         q = self.sim.queues()
-        return {
-            k: q[k][self._rows] for k in ("queue_bytes", "dequeued", "dequeued_bytes", "aqm_marks")
-        }
+        return {k: q[k][self._rows] for k in COUNTERS}
 
     def _by_agent(self, values: np.ndarray) -> dict[str, Any]:
         return {a: values[i] for i, a in enumerate(self.possible_agents) if a in self.agents}

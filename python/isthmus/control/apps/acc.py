@@ -35,12 +35,15 @@ from typing import Any
 import numpy as np
 
 from isthmus.control.plane import SwitchAgent, SwitchHandle
-from isthmus.rl.ecn_queues import NUM_TEMPLATES, QueueObserver, templates
+from isthmus.rl.ecn_queues import (
+    COUNTERS,
+    NUM_TEMPLATES,
+    QueueObserver,
+    queue_ref_bytes,
+    templates,
+)
 from isthmus.units import time_ps
 
-# The queue each learner's reward is measured against: DCQCN's production Kmin (100 KB
-# at 25 Gb/s, scaled with the link), a queue static settings already call congested.
-QUEUE_REF_BYTES_AT_25G = 100_000
 GLOBAL_MEMORY = "acc-global-memory"
 IDLE_INTERVALS = 3
 
@@ -102,7 +105,7 @@ class Acc(SwitchAgent):
         rates = ports["rate_bps"][self.port].astype(np.float64)
         self.templates = [templates(rate) for rate in rates]
         self.observer = QueueObserver(
-            rates, QUEUE_REF_BYTES_AT_25G * rates / 25e9, history=self.history, beta=self.beta
+            rates, queue_ref_bytes(rates), history=self.history, beta=self.beta
         )
         switch_seed = [self.seed, *self.switch.name.encode()]
         self.dqn = DoubleDqn(
@@ -137,9 +140,7 @@ class Acc(SwitchAgent):
 
     def _counters(self) -> dict[str, np.ndarray]:
         q = self.switch.queues()
-        return {
-            k: q[k][self._rows] for k in ("queue_bytes", "dequeued", "dequeued_bytes", "aqm_marks")
-        }
+        return {k: q[k][self._rows] for k in COUNTERS}
 
     def _apply(self, learner: int) -> None:
         kmin, kmax, pmax = self.templates[learner][self.template[learner]]

@@ -47,9 +47,6 @@ from isthmus.predict import MODELS, score
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
 
-NAME = "ibcn"
-TITLE = "IBCN (Tran et al.): forecasting BCN queues, recurrent networks against ARMA, ARAR, HW"
-
 PAPER_ERRORS = {
     "arma": 41.3,
     "arar": 29.6,
