@@ -373,7 +373,14 @@ impl Engine {
                 });
             }
         }
-        let mut events = EventQueue::default();
+        // The farthest ahead a hop schedules: a jumbo frame's serialisation plus
+        // propagation, doubled so a queued packet's next hop stays in the wheel too.
+        let reach = ports
+            .iter()
+            .map(|p| 2 * (p.delay + serialization_time(9000, p.rate)))
+            .max()
+            .unwrap_or(0);
+        let mut events = EventQueue::with_reach(reach);
         let sampler = config.sample_interval.map(|interval| {
             events.push(interval, EventKind::Sample);
             Sampler::new(interval, ports.len())

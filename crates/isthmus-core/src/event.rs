@@ -3,14 +3,19 @@
 //!
 //! Nearly every event a packet network schedules lands within microseconds of now
 //! (serialisation plus propagation), so the near future is a timing wheel: a ring of
-//! 2^14 buckets 2^14 ps (16.4 ns) wide, covering 2^28 ps (268 us). Pushing into it is an
-//! append; the bucket under the cursor is sorted once when the cursor reaches it. Events
-//! beyond the wheel (retransmission timers, flow starts) wait in a binary heap and move
-//! into the wheel as it turns. On the medium reference benchmark this replaced a binary
-//! heap of all events, whose pops took 44% of the run time: 1.52 s became 1.09 s.
-//! (Bucket widths of 2^12..2^16 ps and wheels of 2^12..2^16 buckets were measured;
-//! this pair was fastest. A monotone radix heap and a 4-ary heap were no faster than
-//! the binary heap.)
+//! buckets 2^13 ps (8.2 ns) wide. Pushing into it is an append; the bucket under the
+//! cursor is sorted once when the cursor reaches it. Events beyond the wheel
+//! (retransmission timers, flow starts) wait in a binary heap and move into the wheel as
+//! it turns. On the medium reference benchmark a wheel of 2^14 buckets 2^14 ps wide
+//! replaced a binary heap of all events, whose pops took 44% of the run time: 1.52 s
+//! became 1.09 s.
+//!
+//! The wheel spans only as far as the network's longest hop needs (twice the longest
+//! link's propagation plus a jumbo frame's serialisation, at least 2^10 buckets). Its
+//! buckets keep their capacity once grown, so a wheel far wider than the events' reach
+//! holds many cold allocations: 2^14 buckets held 103 MB at the xl1024 benchmark and
+//! made every bucket a cache miss when the cursor came round; 2^10 buckets (8.4 us) hold
+//! 31 MB there and the medium run got about 20% faster.
 
 use crate::packet::PacketId;
 use crate::units::Time;
@@ -81,10 +86,10 @@ impl PartialOrd for Event {
     }
 }
 
-const BUCKET_BITS: u32 = 14;
-const WHEEL_BITS: u32 = 14;
-const WHEEL: u64 = 1 << WHEEL_BITS;
-const MASK: u64 = WHEEL - 1;
+const BUCKET_BITS: u32 = 13;
+/// Fewest and most buckets a wheel has.
+const MIN_WHEEL_BITS: u32 = 10;
+const MAX_WHEEL_BITS: u32 = 16;
 
 #[inline]
 fn bucket_of(time: Time) -> u64 {
@@ -92,9 +97,11 @@ fn bucket_of(time: Time) -> u64 {
 }
 
 pub struct EventQueue {
-    /// Bucket b (absolute: time >> BUCKET_BITS) lives at wheel[b & MASK] while
-    /// cursor <= b < cursor + WHEEL.
+    /// Bucket b (absolute: time >> BUCKET_BITS) lives at wheel[b & mask] while
+    /// cursor <= b < cursor + wheel.len().
     wheel: Vec<Vec<Event>>,
+    /// wheel.len() - 1 (a power of two less one).
+    mask: u64,
     occupied: Vec<u64>,
     /// The bucket holding the earliest events; it is sorted latest-first when `sorted`.
     cursor: u64,
@@ -106,9 +113,22 @@ pub struct EventQueue {
 
 impl Default for EventQueue {
     fn default() -> Self {
+        EventQueue::with_reach(0)
+    }
+}
+
+impl EventQueue {
+    /// An event list whose wheel holds every event scheduled up to `reach` ps ahead
+    /// (within the bounds above); later ones wait in the heap.
+    pub fn with_reach(reach: Time) -> EventQueue {
+        let buckets = bucket_of(reach)
+            .saturating_add(1)
+            .next_power_of_two()
+            .clamp(1 << MIN_WHEEL_BITS, 1 << MAX_WHEEL_BITS);
         EventQueue {
-            wheel: (0..WHEEL).map(|_| Vec::new()).collect(),
-            occupied: vec![0; (WHEEL / 64) as usize],
+            wheel: (0..buckets).map(|_| Vec::new()).collect(),
+            mask: buckets - 1,
+            occupied: vec![0; (buckets / 64) as usize],
             cursor: 0,
             sorted: false,
             far: BinaryHeap::new(),
@@ -116,9 +136,11 @@ impl Default for EventQueue {
             len: 0,
         }
     }
-}
 
-impl EventQueue {
+    fn span(&self) -> u64 {
+        self.mask + 1
+    }
+
     /// Schedules `kind` at `time`; events at equal times run in the order scheduled.
     #[inline]
     pub fn push(&mut self, time: Time, kind: EventKind) {
@@ -140,11 +162,11 @@ impl EventQueue {
             "event at {} ps scheduled behind the event list's clock",
             event.time
         );
-        if b >= self.cursor + WHEEL {
+        if b >= self.cursor + self.span() {
             self.far.push(event);
             return;
         }
-        let slot = (b & MASK) as usize;
+        let slot = (b & self.mask) as usize;
         let bucket = &mut self.wheel[slot];
         if b == self.cursor && self.sorted {
             let at = bucket.partition_point(|e| e.key() > event.key());
@@ -157,7 +179,7 @@ impl EventQueue {
 
     /// The next non-empty wheel bucket after the cursor, as an absolute bucket number.
     fn next_occupied(&self) -> Option<u64> {
-        let start = (self.cursor & MASK) as usize;
+        let start = (self.cursor & self.mask) as usize;
         let words = self.occupied.len();
         for step in 0..=words {
             let w = (start / 64 + step) % words;
@@ -175,7 +197,7 @@ impl EventQueue {
             }
             if bits != 0 {
                 let slot = (w * 64) as u64 + bits.trailing_zeros() as u64;
-                let distance = (slot + WHEEL - (self.cursor & MASK)) & MASK;
+                let distance = (slot + self.span() - (self.cursor & self.mask)) & self.mask;
                 return Some(self.cursor + distance);
             }
         }
@@ -185,7 +207,7 @@ impl EventQueue {
     /// Moves the cursor to the bucket of the earliest pending event if that event is due
     /// by `until`; returns whether the cursor's bucket now holds it.
     fn advance(&mut self, until: Time) -> bool {
-        let slot = (self.cursor & MASK) as usize;
+        let slot = (self.cursor & self.mask) as usize;
         if !self.wheel[slot].is_empty() {
             return true;
         }
@@ -205,7 +227,7 @@ impl EventQueue {
         self.cursor = next;
         self.sorted = false;
         while let Some(e) = self.far.peek() {
-            if bucket_of(e.time) >= self.cursor + WHEEL {
+            if bucket_of(e.time) >= self.cursor + self.span() {
                 break;
             }
             let e = self.far.pop().expect("peeked");
@@ -220,7 +242,7 @@ impl EventQueue {
         if !self.advance(until) {
             return None;
         }
-        let slot = (self.cursor & MASK) as usize;
+        let slot = (self.cursor & self.mask) as usize;
         let bucket = &mut self.wheel[slot];
         if !self.sorted {
             bucket.sort_unstable_by_key(|e| std::cmp::Reverse(e.key()));
@@ -243,11 +265,11 @@ impl EventQueue {
 
     /// Time of the earliest pending event.
     pub fn peek_time(&self) -> Option<Time> {
-        let slot = (self.cursor & MASK) as usize;
+        let slot = (self.cursor & self.mask) as usize;
         let earliest = |b: &Vec<Event>| b.iter().map(|e| e.time).min();
         let near = if self.wheel[slot].is_empty() {
             self.next_occupied()
-                .and_then(|b| earliest(&self.wheel[(b & MASK) as usize]))
+                .and_then(|b| earliest(&self.wheel[(b & self.mask) as usize]))
         } else {
             earliest(&self.wheel[slot])
         };
@@ -302,8 +324,23 @@ mod tests {
 
     #[test]
     fn matches_a_time_then_sequence_heap_under_random_interleaving() {
+        // The narrowest wheel, and one spanning about a quarter millisecond.
+        for reach in [0, 1 << 28] {
+            matches_reference_heap(EventQueue::with_reach(reach));
+        }
+    }
+
+    #[test]
+    fn the_wheel_spans_the_reach_it_is_asked_for_within_bounds() {
+        let span = |reach| EventQueue::with_reach(reach).span() << BUCKET_BITS;
+        assert_eq!(span(0), 1 << (MIN_WHEEL_BITS + BUCKET_BITS));
+        assert!(span(20_000_000) >= 20_000_000);
+        assert!(span(20_000_000) < 2 * 20_000_000 + (1 << BUCKET_BITS) * 2);
+        assert_eq!(span(u64::MAX / 2), 1 << (MAX_WHEEL_BITS + BUCKET_BITS));
+    }
+
+    fn matches_reference_heap(mut q: EventQueue) {
         let mut rng = Rng::stream(11, Stream::Workload, 0);
-        let mut q = EventQueue::default();
         let mut reference = BinaryHeap::new();
         let (mut now, mut seq) = (0u64, 0u32);
         for _ in 0..300_000 {
