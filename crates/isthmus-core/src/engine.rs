@@ -1047,8 +1047,7 @@ impl Engine {
             self.bcn_congestion_point(port_id, pkt);
         }
         let now = self.now;
-        let packet = self.arena.get_mut(pkt);
-        packet.enqueued = now;
+        let packet = self.arena.get(pkt);
         let (size, ect, flow, remaining, priority) = (
             packet.size,
             packet.ecn != ECN_NOT_ECT,
@@ -1061,7 +1060,7 @@ impl Engine {
         let class_paused = class < 8 && port.paused & (1 << class) != 0;
         if port.up && port.queue.is_empty() && port.busy_until <= now && !class_paused {
             port.queue.note_passthrough(class, size);
-            self.transmit(port_id, pkt);
+            self.transmit(port_id, pkt, size, now);
             return;
         }
         let up = port.up;
@@ -1154,6 +1153,10 @@ impl Engine {
     /// Releases a lossless packet's hold on its ingress port as it leaves the switch's
     /// queue (sent or dropped), resuming the upstream below `xon`.
     fn pfc_leave(&mut self, pkt: PacketId) {
+        // Without PFC nothing is held; the packet itself may be out of cache.
+        if self.config.pfc.is_none() {
+            return;
+        }
         let packet = self.arena.get_mut(pkt);
         if !packet.pfc_held {
             return;
@@ -1357,24 +1360,24 @@ impl Engine {
         }
     }
 
-    /// Starts serialising `pkt` on an idle transmitter; it arrives at the peer after
-    /// serialisation plus propagation.
+    /// Starts serialising `pkt` (`size` bytes, queued since `enqueued`) on an idle
+    /// transmitter; it arrives at the peer after serialisation plus propagation. The
+    /// caller passes what the queue already knows, so a packet that waited is not read.
     #[inline]
-    fn transmit(&mut self, port_id: PortId, pkt: PacketId) {
+    fn transmit(&mut self, port_id: PortId, pkt: PacketId, size: u32, enqueued: Time) {
         let now = self.now;
         let port = &mut self.ports[port_id as usize];
-        let packet = self.arena.get(pkt);
         // On a trace-driven link the packet leaves whole at its delivery opportunity.
         let ser = match &mut port.trace {
             Some(trace) => trace.take(now) - now,
-            None => port.serialization(packet.size),
+            None => port.serialization(size),
         };
         port.busy_until = now + ser;
         let c = &mut port.counters;
         c.tx_packets += 1;
-        c.tx_bytes += packet.size as u64;
+        c.tx_bytes += size as u64;
         c.busy_ps += ser;
-        c.wait_ps += now - packet.enqueued;
+        c.wait_ps += now - enqueued;
         self.events.push(
             now + ser + port.delay,
             EventKind::Arrive {
@@ -1404,12 +1407,14 @@ impl Engine {
         self.scratch = dropped;
         let Some((item, marked)) = next else { return };
         self.pfc_leave(item.pkt);
-        self.nic_leave(item.pkt);
+        if self.ports[port_id as usize].host_nic {
+            self.nic_leave(item.pkt);
+        }
         if marked {
             self.arena.get_mut(item.pkt).ecn = ECN_CE;
             self.ports[port_id as usize].counters.ecn_marks += 1;
         }
-        self.transmit(port_id, item.pkt);
+        self.transmit(port_id, item.pkt, item.size, item.enqueued);
         let port = &self.ports[port_id as usize];
         if !port.queue.is_empty() {
             self.events

@@ -52,8 +52,6 @@ pub struct Packet {
     pub tag: [u32; 2],
     /// When the sending transport created it.
     pub created: Time,
-    /// When it entered its current queue (for sojourn time).
-    pub enqueued: Time,
     /// The switch port it arrived through (u32::MAX at its source host), and whether it
     /// is counted against that port's PFC ingress occupancy.
     pub ingress: u32,

@@ -29,16 +29,19 @@ impl RoutingPolicy {
     }
 }
 
-/// Next-hop port sets in compressed rows: `ports[offsets[r]..offsets[r + 1]]` for row
-/// r = destination host · (nodes with rows) + row_base[node]. Nodes with one port (hosts)
-/// have no rows. Rows are laid out destination by destination, as they are computed (one
-/// breadth-first search per destination), so building needs no per-row allocation.
+/// Next-hop port sets, each distinct set stored once: row r = row_base[node] · hosts +
+/// destination host names set `row_set[r]`, whose ports are
+/// `ports[set_start[id] as usize..][..set_len[id] as usize]`. Nodes with one port (hosts)
+/// have no rows. A fabric has few distinct sets (a leaf's uplinks serve every remote
+/// host), so the set table stays in cache and a lookup misses at most once, on its row;
+/// a node's rows are adjacent.
 pub struct RouteTable {
     row_base: Vec<u32>,
-    offsets: Vec<u32>,
+    row_set: Vec<u32>,
+    set_start: Vec<u32>,
+    set_len: Vec<u16>,
     ports: Vec<u16>,
     num_hosts: u32,
-    routed_nodes: usize,
 }
 
 const SINGLE_PORT: u32 = u32::MAX;
@@ -58,32 +61,41 @@ impl RouteTable {
                 routed.push(node);
             }
         }
-        let rows = routed.len() * num_hosts as usize;
-        let mut offsets = Vec::with_capacity(rows + 1);
-        let mut ports = Vec::new();
-        offsets.push(0u32);
-        for &target in &topo.hosts {
+        let mut table = RouteTable {
+            row_base,
+            row_set: vec![0; routed.len() * num_hosts as usize],
+            set_start: vec![0],
+            set_len: vec![0],
+            ports: Vec::new(),
+            num_hosts,
+        };
+        // Set 0 is the empty set (unreachable).
+        let mut ids: std::collections::HashMap<Vec<u16>, u32> =
+            std::collections::HashMap::from([(Vec::new(), 0)]);
+        let mut set = Vec::new();
+        for (h, &target) in topo.hosts.iter().enumerate() {
             let dist = topo.hop_distances(&adjacency, target);
-            for &node in &routed {
+            for (row, &node) in routed.iter().enumerate() {
+                set.clear();
                 if dist[node] != u32::MAX && node as u32 != target {
                     for (local, &(peer, _)) in adjacency[node].iter().enumerate() {
                         let relays =
                             peer == target || topo.nodes[peer as usize].kind == NodeKind::Switch;
                         if relays && dist[peer as usize].wrapping_add(1) == dist[node] {
-                            ports.push(local as u16);
+                            set.push(local as u16);
                         }
                     }
                 }
-                offsets.push(ports.len() as u32);
+                let id = *ids.entry(set.clone()).or_insert_with(|| {
+                    table.set_start.push(table.ports.len() as u32);
+                    table.set_len.push(set.len() as u16);
+                    table.ports.extend_from_slice(&set);
+                    (table.set_len.len() - 1) as u32
+                });
+                table.row_set[row * num_hosts as usize + h] = id;
             }
         }
-        RouteTable {
-            row_base,
-            offsets,
-            ports,
-            num_hosts,
-            routed_nodes: routed.len(),
-        }
+        table
     }
 
     /// Local ports of `node` on shortest paths to host `dst`; empty if unreachable.
@@ -96,8 +108,13 @@ impl RouteTable {
         if dst >= self.num_hosts {
             return &[];
         }
-        let r = dst as usize * self.routed_nodes + base as usize;
-        &self.ports[self.offsets[r] as usize..self.offsets[r + 1] as usize]
+        let id = self.row_set[base as usize * self.num_hosts as usize + dst as usize] as usize;
+        &self.ports[self.set_start[id] as usize..][..self.set_len[id] as usize]
+    }
+
+    /// How many distinct next-hop sets the table holds (the empty set included).
+    pub fn distinct_sets(&self) -> usize {
+        self.set_len.len()
     }
 }
 
@@ -154,6 +171,9 @@ mod tests {
         assert_eq!(routes.next_hops(leaf0, 4), &[3, 4, 5, 6]);
         let spine0 = 0;
         assert_eq!(routes.next_hops(spine0, 4), &[1]);
+        // Sets are of local port numbers, so both leaves and both spines share them: the
+        // empty set, the downlinks {0}, {1}, {2}, and the uplinks {3, 4, 5, 6}.
+        assert_eq!(routes.distinct_sets(), 5);
     }
 
     #[test]

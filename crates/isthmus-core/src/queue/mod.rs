@@ -306,6 +306,10 @@ pub struct PortQueue {
     state: State,
     pub counters: Vec<QueueCounters>,
     seq: u64,
+    /// counters.len() and whether any class runs PIE, kept beside the hot fields so the
+    /// per-packet checks do not reach into the heap.
+    classes: u8,
+    any_pie: bool,
 }
 
 fn exceeds(limit: Limit, packets: u64, bytes: u64) -> bool {
@@ -344,6 +348,8 @@ impl PortQueue {
         };
         PortQueue {
             counters: vec![QueueCounters::default(); classes],
+            any_pie: PortQueue::runs_pie(&config, classes),
+            classes: u8::try_from(classes).expect("at most 8 classes"),
             config,
             packets: 0,
             bytes: 0,
@@ -384,13 +390,17 @@ impl PortQueue {
     /// Whether the AQM wants the arriving packet's expected queueing delay.
     #[inline]
     pub fn needs_delay_estimate(&self) -> bool {
-        (0..self.counters.len()).any(|c| matches!(self.config.aqm_of(c), AqmConfig::Pie { .. }))
+        self.any_pie
+    }
+
+    fn runs_pie(config: &QueueConfig, classes: usize) -> bool {
+        (0..classes).any(|c| matches!(config.aqm_of(c), AqmConfig::Pie { .. }))
     }
 
     /// The class a packet of `priority` joins.
     #[inline]
     pub fn class_of(&self, priority: u8) -> u8 {
-        priority.min(self.counters.len() as u8 - 1)
+        priority.min(self.classes - 1)
     }
 
     /// Records a packet that found the port idle and went straight to the transmitter.
@@ -870,6 +880,7 @@ impl PortQueue {
             ..self.config.clone()
         };
         let old = std::mem::replace(&mut self.config, new);
+        self.any_pie = PortQueue::runs_pie(&self.config, self.counters.len());
         let config = &self.config;
         let renew = |aqm: &mut Aqm, class: usize| {
             if old.aqm_of(class) != config.aqm_of(class) {
