@@ -789,7 +789,7 @@ impl Engine {
     pub(crate) fn handle_event(&mut self, ev: Event) {
         self.now = ev.time;
         self.events_processed += 1;
-        match ev.kind {
+        match ev.kind() {
             EventKind::Arrive { pkt, port } => self.on_arrive(pkt, port),
             EventKind::PortFree { port } => self.on_port_free(port),
             EventKind::FlowStart { flow } => {
@@ -1620,7 +1620,7 @@ impl Engine {
             }
         }
         for ev in self.events.iter() {
-            if let EventKind::Arrive { pkt, .. } = ev.kind {
+            if let EventKind::Arrive { pkt, .. } = ev.kind() {
                 total.packets += 1;
                 total.bytes += self.arena.get(pkt).size as u64;
             }

@@ -51,36 +51,87 @@ pub enum EventKind {
     DrainCheck { slot: u32 },
 }
 
-#[derive(Clone, Copy, Debug)]
+/// Largest port, flow or node number an event can carry in its 28-bit field.
+pub const MAX_EVENT_INDEX: u32 = (1 << 28) - 1;
+
+/// An event packed into 16 bytes: its time, and its kind as a 4-bit tag, a 28-bit field
+/// (port, flow or node) and a 32-bit one. Half the size of the plain enum with a sequence
+/// number: placing, sorting and popping move half the bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
     pub time: Time,
-    seq: u64,
-    pub kind: EventKind,
+    packed: u64,
 }
 
 impl Event {
+    fn new(time: Time, kind: EventKind) -> Event {
+        let (tag, a, b) = match kind {
+            EventKind::Arrive { pkt, port } => (0, port, pkt.0),
+            EventKind::PortFree { port } => (1, port, 0),
+            EventKind::FlowTimer { flow, token } => (2, flow, token),
+            EventKind::Sample => (3, 0, 0),
+            EventKind::FlowStart { flow } => (4, 0, flow),
+            EventKind::ControlTick { timer } => (5, 0, timer),
+            EventKind::Command { slot } => (6, 0, slot),
+            EventKind::EntryTimeout { node, entry } => (7, node, entry),
+            EventKind::Pfc { port, frame } => (8, port, frame),
+            EventKind::DrainCheck { slot } => (9, 0, slot),
+        };
+        assert!(
+            a <= MAX_EVENT_INDEX,
+            "port, flow or node number {a} is beyond the {MAX_EVENT_INDEX} an event can carry"
+        );
+        Event {
+            time,
+            packed: (tag as u64) << 60 | (a as u64) << 32 | b as u64,
+        }
+    }
+
+    #[inline]
+    pub fn kind(&self) -> EventKind {
+        let a = (self.packed >> 32) as u32 & MAX_EVENT_INDEX;
+        let b = self.packed as u32;
+        match self.packed >> 60 {
+            0 => EventKind::Arrive {
+                pkt: PacketId(b),
+                port: a,
+            },
+            1 => EventKind::PortFree { port: a },
+            2 => EventKind::FlowTimer { flow: a, token: b },
+            3 => EventKind::Sample,
+            4 => EventKind::FlowStart { flow: b },
+            5 => EventKind::ControlTick { timer: b },
+            6 => EventKind::Command { slot: b },
+            7 => EventKind::EntryTimeout { node: a, entry: b },
+            8 => EventKind::Pfc { port: a, frame: b },
+            _ => EventKind::DrainCheck { slot: b },
+        }
+    }
+}
+
+/// An event beyond the wheel, with the sequence number that orders it among events at
+/// the same picosecond (the wheel needs none: see `EventQueue`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FarEvent {
+    seq: u64,
+    event: Event,
+}
+
+impl FarEvent {
     #[inline]
     fn key(&self) -> (Time, u64) {
-        (self.time, self.seq)
+        (self.event.time, self.seq)
     }
 }
 
-impl PartialEq for Event {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for Event {}
-
-impl Ord for Event {
+impl Ord for FarEvent {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap and the earliest event must come out first.
         other.key().cmp(&self.key())
     }
 }
 
-impl PartialOrd for Event {
+impl PartialOrd for FarEvent {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
@@ -96,6 +147,11 @@ fn bucket_of(time: Time) -> u64 {
     time >> BUCKET_BITS
 }
 
+/// Why wheel events need no sequence number: a bucket enters the wheel's span only when
+/// the cursor moves, and at that moment every far event for it moves in, in (time,
+/// sequence) order, before anything can be scheduled into it directly; later ones are
+/// appended in the order scheduled. So events of equal time sit in a bucket in the
+/// order they were scheduled, and a stable sort by time keeps it.
 pub struct EventQueue {
     /// Bucket b (absolute: time >> BUCKET_BITS) lives at wheel[b & mask] while
     /// cursor <= b < cursor + wheel.len().
@@ -106,8 +162,8 @@ pub struct EventQueue {
     /// The bucket holding the earliest events; it is sorted latest-first when `sorted`.
     cursor: u64,
     sorted: bool,
-    far: BinaryHeap<Event>,
-    next_seq: u64,
+    far: BinaryHeap<FarEvent>,
+    next_far_seq: u64,
     len: usize,
 }
 
@@ -132,7 +188,7 @@ impl EventQueue {
             cursor: 0,
             sorted: false,
             far: BinaryHeap::new(),
-            next_seq: 0,
+            next_far_seq: 0,
             len: 0,
         }
     }
@@ -144,14 +200,8 @@ impl EventQueue {
     /// Schedules `kind` at `time`; events at equal times run in the order scheduled.
     #[inline]
     pub fn push(&mut self, time: Time, kind: EventKind) {
-        let event = Event {
-            time,
-            seq: self.next_seq,
-            kind,
-        };
-        self.next_seq += 1;
         self.len += 1;
-        self.place(event);
+        self.place(Event::new(time, kind));
     }
 
     #[inline]
@@ -163,13 +213,18 @@ impl EventQueue {
             event.time
         );
         if b >= self.cursor + self.span() {
-            self.far.push(event);
+            self.far.push(FarEvent {
+                seq: self.next_far_seq,
+                event,
+            });
+            self.next_far_seq += 1;
             return;
         }
         let slot = (b & self.mask) as usize;
         let bucket = &mut self.wheel[slot];
         if b == self.cursor && self.sorted {
-            let at = bucket.partition_point(|e| e.key() > event.key());
+            // Latest first, and among equal times the newest first: it pops last.
+            let at = bucket.partition_point(|e| e.time > event.time);
             bucket.insert(at, event);
         } else {
             bucket.push(event);
@@ -212,7 +267,7 @@ impl EventQueue {
             return true;
         }
         let near = self.next_occupied();
-        let far = self.far.peek().map(|e| bucket_of(e.time));
+        let far = self.far.peek().map(|e| bucket_of(e.event.time));
         let next = match (near, far) {
             (Some(n), Some(f)) => n.min(f),
             (Some(n), None) => n,
@@ -227,11 +282,11 @@ impl EventQueue {
         self.cursor = next;
         self.sorted = false;
         while let Some(e) = self.far.peek() {
-            if bucket_of(e.time) >= self.cursor + self.span() {
+            if bucket_of(e.event.time) >= self.cursor + self.span() {
                 break;
             }
             let e = self.far.pop().expect("peeked");
-            self.place(e);
+            self.place(e.event);
         }
         true
     }
@@ -245,7 +300,11 @@ impl EventQueue {
         let slot = (self.cursor & self.mask) as usize;
         let bucket = &mut self.wheel[slot];
         if !self.sorted {
-            bucket.sort_unstable_by_key(|e| std::cmp::Reverse(e.key()));
+            // A bucket holds equal times in the order they were scheduled (see the type's
+            // note), so reversing it and sorting stably latest-first leaves the earliest
+            // time, first scheduled, at the end.
+            bucket.reverse();
+            bucket.sort_by_key(|e| std::cmp::Reverse(e.time));
             self.sorted = true;
         }
         if bucket.last().expect("advance found events").time > until {
@@ -273,7 +332,7 @@ impl EventQueue {
         } else {
             earliest(&self.wheel[slot])
         };
-        let far = self.far.peek().map(|e| e.time);
+        let far = self.far.peek().map(|e| e.event.time);
         match (near, far) {
             (Some(n), Some(f)) => Some(n.min(f)),
             (n, f) => n.or(f),
@@ -290,7 +349,8 @@ impl EventQueue {
 
     /// Every pending event, in no particular order (for audits such as byte conservation).
     pub fn iter(&self) -> impl Iterator<Item = Event> + '_ {
-        self.wheel.iter().flatten().chain(self.far.iter()).copied()
+        let far = self.far.iter().map(|e| e.event);
+        self.wheel.iter().flatten().copied().chain(far)
     }
 }
 
@@ -306,6 +366,48 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_survives_packing_at_its_extremes() {
+        let (big, most) = (MAX_EVENT_INDEX, u32::MAX);
+        for kind in [
+            EventKind::Arrive {
+                pkt: PacketId(most),
+                port: big,
+            },
+            EventKind::PortFree { port: big },
+            EventKind::FlowTimer {
+                flow: big,
+                token: most,
+            },
+            EventKind::Sample,
+            EventKind::FlowStart { flow: most },
+            EventKind::ControlTick { timer: most },
+            EventKind::Command { slot: most },
+            EventKind::EntryTimeout {
+                node: big,
+                entry: most,
+            },
+            EventKind::Pfc {
+                port: big,
+                frame: most,
+            },
+            EventKind::DrainCheck { slot: most },
+            EventKind::Arrive {
+                pkt: PacketId(0),
+                port: 0,
+            },
+        ] {
+            assert_eq!(Event::new(u64::MAX, kind).kind(), kind);
+        }
+        assert_eq!(std::mem::size_of::<Event>(), 16);
+    }
+
+    #[test]
+    #[should_panic(expected = "beyond the 268435455 an event can carry")]
+    fn a_port_number_beyond_the_packed_field_is_refused() {
+        Event::new(0, EventKind::PortFree { port: 1 << 28 });
+    }
+
+    #[test]
     fn pops_in_time_order_and_ties_in_insertion_order() {
         let mut q = EventQueue::default();
         q.push(5, timer(0));
@@ -313,7 +415,7 @@ mod tests {
         q.push(5, timer(2));
         q.push(5, timer(3));
         let order: Vec<u32> = std::iter::from_fn(|| q.pop())
-            .map(|e| match e.kind {
+            .map(|e| match e.kind() {
                 EventKind::FlowTimer { flow, .. } => flow,
                 _ => unreachable!(),
             })
@@ -363,7 +465,7 @@ mod tests {
                     if let Some(Reverse((time, id))) = reference.pop() {
                         assert_eq!(q.peek_time(), Some(time));
                         let e = q.pop().unwrap();
-                        assert_eq!((e.time, e.kind), (time, timer(id)));
+                        assert_eq!((e.time, e.kind()), (time, timer(id)));
                         now = time;
                     }
                 }
@@ -377,7 +479,7 @@ mod tests {
                         }
                         reference.pop();
                         let e = q.pop_until(until).unwrap();
-                        assert_eq!((e.time, e.kind), (time, timer(id)));
+                        assert_eq!((e.time, e.kind()), (time, timer(id)));
                     }
                     assert!(q.pop_until(until).is_none());
                     now = until;

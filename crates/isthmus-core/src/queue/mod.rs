@@ -306,9 +306,10 @@ pub struct PortQueue {
     state: State,
     pub counters: Vec<QueueCounters>,
     seq: u64,
-    /// counters.len() and whether any class runs PIE, kept beside the hot fields so the
-    /// per-packet checks do not reach into the heap.
-    classes: u8,
+    /// The highest class a priority can map to (counters.len() - 1, at most 255) and
+    /// whether any class runs PIE, kept beside the hot fields so the per-packet checks do
+    /// not reach into the heap.
+    last_class: u8,
     any_pie: bool,
 }
 
@@ -349,7 +350,7 @@ impl PortQueue {
         PortQueue {
             counters: vec![QueueCounters::default(); classes],
             any_pie: PortQueue::runs_pie(&config, classes),
-            classes: u8::try_from(classes).expect("at most 8 classes"),
+            last_class: (classes - 1).min(u8::MAX as usize) as u8,
             config,
             packets: 0,
             bytes: 0,
@@ -400,7 +401,7 @@ impl PortQueue {
     /// The class a packet of `priority` joins.
     #[inline]
     pub fn class_of(&self, priority: u8) -> u8 {
-        priority.min(self.classes - 1)
+        priority.min(self.last_class)
     }
 
     /// Records a packet that found the port idle and went straight to the transmitter.
