@@ -55,6 +55,43 @@ def test_a_flow_list_is_replayed_exactly(tmp_path):
     assert list(flows["start_ps"]) == [0, 5_000_000]
 
 
+def test_a_flow_list_spread_over_many_blocks_reads_whole_and_in_order(tmp_path):
+    # A small read block makes pyarrow split every column into chunks.
+    import pyarrow.csv as pacsv
+
+    from isthmus import workload
+
+    path = tmp_path / "flows.csv"
+    rows = [f"{i},{i % 7},{7 + i % 5},{1000 + 3 * i},{i * 10}" for i in range(5000)]
+    path.write_text("flow_id,src_host,dst_host,size_bytes,start_ps\n" + "\n".join(rows) + "\n")
+    table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=4096))
+    column = table.column("size_bytes")
+    assert column.num_chunks > 1
+    values = workload._as_numpy(column)
+    assert values.tolist() == column.to_pylist()
+    assert workload._as_numpy(column.slice(1234, 100)).tolist() == list(
+        range(1000 + 3 * 1234, 1000 + 3 * 1334, 3)
+    )
+    cols = read_flow_list(path, 12)
+    assert cols["size"].tolist() == [1000 + 3 * i for i in range(5000)]
+
+
+def test_reading_a_flow_list_leaves_pandas_unloaded(tmp_path):
+    # pandas is not a dependency; pyarrow's own NumPy conversion loads it if present,
+    # which took 50 MB of a benchmark process.
+    import subprocess
+    import sys
+
+    path = tmp_path / "flows.csv"
+    path.write_text("flow_id,src_host,dst_host,size_bytes,start_ps\n0,0,5,30000,0\n")
+    code = (
+        "import sys; from isthmus.workload import read_flow_list; "
+        f"read_flow_list({str(path)!r}, 8); print('pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 @pytest.mark.parametrize(
     ("csv", "message"),
     [
