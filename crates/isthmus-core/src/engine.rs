@@ -264,6 +264,8 @@ pub struct Engine {
     pub(crate) link_ports: Vec<[PortId; 2]>,
     pub(crate) arena: PacketArena,
     pub(crate) events: EventQueue,
+    /// The settings of the last TCP flow added, shared with the next ones that match.
+    last_tcp_config: Option<std::sync::Arc<TcpConfig>>,
     pub(crate) flows: Vec<Flow>,
     outbox: Outbox,
     /// A reusable list of packets a queue dropped or pushed out.
@@ -374,10 +376,10 @@ impl Engine {
             }
         }
         // The farthest ahead a hop schedules: a jumbo frame's serialisation plus
-        // propagation, doubled so a queued packet's next hop stays in the wheel too.
+        // propagation (a transmitter frees up within one serialisation).
         let reach = ports
             .iter()
-            .map(|p| 2 * (p.delay + serialization_time(9000, p.rate)))
+            .map(|p| p.delay + serialization_time(9000, p.rate))
             .max()
             .unwrap_or(0);
         let mut events = EventQueue::with_reach(reach);
@@ -396,6 +398,7 @@ impl Engine {
             link_ports: ends,
             arena: PacketArena::default(),
             events,
+            last_tcp_config: None,
             flows: Vec::new(),
             outbox: Outbox::default(),
             scratch: Vec::new(),
@@ -438,14 +441,14 @@ impl Engine {
         Ok(
             self.push_flow(src, dst, spec.size, spec.start, (64_000, 5001), |id| {
                 let rng = Rng::stream(seed, Stream::Flow, id as u64);
-                Transport::Udp(UdpSource::new(
+                Transport::Udp(Box::new(UdpSource::new(
                     spec.rate,
                     spec.packet_size,
                     spec.arrivals,
                     spec.size,
                     spec.stop,
                     rng,
-                ))
+                )))
             }),
         )
     }
@@ -465,11 +468,16 @@ impl Engine {
         let header = crate::transport::tcp::TCP_HEADER_BYTES
             + config.timestamps as u32 * crate::transport::tcp::TIMESTAMP_OPTION_BYTES;
         let nic = self.nic_capacity(src, config.mss + header);
+        let shared = match &self.last_tcp_config {
+            Some(last) if **last == *config => last.clone(),
+            _ => std::sync::Arc::new(*config),
+        };
+        self.last_tcp_config = Some(shared.clone());
         self.add_transfer(src, dst, size, start, (64_000, 80), |id| {
             let iss = config
                 .isn
                 .unwrap_or_else(|| Rng::stream(seed, Stream::Flow, id as u64).next_u64() as u32);
-            let mut flow = TcpFlow::new(*config, size, start, iss);
+            let mut flow = TcpFlow::new(shared, size, start, iss);
             flow.set_nic_capacity(nic);
             Transport::Tcp(Box::new(flow))
         })
@@ -1415,10 +1423,12 @@ impl Engine {
             self.ports[port_id as usize].counters.ecn_marks += 1;
         }
         self.transmit(port_id, item.pkt, item.size, item.enqueued);
-        let port = &self.ports[port_id as usize];
+        let port = &mut self.ports[port_id as usize];
         if !port.queue.is_empty() {
             self.events
                 .push(port.busy_until, EventKind::PortFree { port: port_id });
+        } else {
+            port.queue.release_room();
         }
     }
 

@@ -10,8 +10,8 @@
 //! replaced a binary heap of all events, whose pops took 44% of the run time: 1.52 s
 //! became 1.09 s.
 //!
-//! The wheel spans only as far as the network's longest hop needs (twice the longest
-//! link's propagation plus a jumbo frame's serialisation, at least 2^10 buckets). Its
+//! The wheel spans only as far as the network's longest hop needs (the longest link's
+//! propagation plus a jumbo frame's serialisation, at least 2^10 buckets). Its
 //! buckets keep their capacity once grown, so a wheel far wider than the events' reach
 //! holds many cold allocations: 2^14 buckets held 103 MB at the xl1024 benchmark and
 //! made every bucket a cache miss when the cursor came round; 2^10 buckets (8.4 us) hold

@@ -232,6 +232,9 @@ impl SubQueue {
     }
 }
 
+/// Packets' room an emptied queue keeps (see `PortQueue::release_room`).
+const KEPT_ROOM: usize = 16;
+
 #[derive(Clone, Debug)]
 enum State {
     Classes {
@@ -358,6 +361,21 @@ impl PortQueue {
             device_bytes: 0,
             state,
             seq: 0,
+        }
+    }
+
+    /// Gives back the room of an emptied queue beyond a few packets. Every queue kept
+    /// the room of its longest backlog (8 KB for 250 packets): 4 MB of the engine's 28 MB
+    /// at the xl1024 benchmark.
+    #[cold]
+    #[inline(never)]
+    pub fn release_room(&mut self) {
+        if let State::Classes { queues, .. } = &mut self.state {
+            for q in queues.iter_mut() {
+                if q.fifo.is_empty() && q.fifo.capacity() > KEPT_ROOM {
+                    q.fifo.shrink_to(KEPT_ROOM);
+                }
+            }
         }
     }
 
@@ -964,6 +982,41 @@ mod tests {
         (0..n)
             .filter_map(|_| q.dequeue(0, &mut dropped).map(|(i, _)| i.class))
             .collect()
+    }
+
+    #[test]
+    fn an_emptied_queue_gives_back_the_room_of_its_backlog_and_still_works() {
+        let mut q = PortQueue::new(QueueConfig::step_marking(
+            Limit::Packets(250),
+            Limit::Packets(65),
+        ));
+        let room = |q: &PortQueue| match &q.state {
+            State::Classes { queues, .. } => queues[0].fifo.capacity(),
+            _ => unreachable!(),
+        };
+        for round in 0..2 {
+            for i in 0..200 {
+                let admitted = q.enqueue(
+                    item(i, 1500, 0, 0, 0),
+                    0,
+                    0,
+                    0,
+                    &mut rng(),
+                    &mut Vec::new(),
+                    false,
+                );
+                assert_ne!(admitted, Admitted::Dropped, "round {round}");
+            }
+            assert!(room(&q) >= 200);
+            q.release_room();
+            assert!(room(&q) >= 200, "a queue holding packets keeps them");
+            let order: Vec<u32> = std::iter::from_fn(|| q.dequeue(0, &mut Vec::new()))
+                .map(|(i, _)| i.pkt.0)
+                .collect();
+            assert_eq!(order, (0..200).collect::<Vec<_>>());
+            q.release_room();
+            assert!(room(&q) <= KEPT_ROOM);
+        }
     }
 
     #[test]

@@ -76,7 +76,7 @@ impl FlowRecord {
 }
 
 pub enum Transport {
-    Udp(udp::UdpSource),
+    Udp(Box<udp::UdpSource>),
     Tcp(Box<tcp::TcpFlow>),
     Dcqcn(Box<dcqcn::DcqcnFlow>),
     Bcn(Box<bcn::BcnSource>),

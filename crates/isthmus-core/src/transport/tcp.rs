@@ -212,7 +212,8 @@ enum Phase {
 }
 
 pub struct TcpFlow {
-    cfg: TcpConfig,
+    /// Shared by every flow added with the same settings (128 bytes a flow otherwise).
+    cfg: std::sync::Arc<TcpConfig>,
     /// Application bytes to deliver.
     size: u64,
     /// A timed source (iperf-like): the application writes `.1`-byte chunks until `.0`;
@@ -269,9 +270,9 @@ pub struct TcpFlow {
 }
 
 impl TcpFlow {
-    pub fn new(cfg: TcpConfig, size: u64, start: Time, iss: u32) -> TcpFlow {
+    pub fn new(cfg: std::sync::Arc<TcpConfig>, size: u64, start: Time, iss: u32) -> TcpFlow {
         TcpFlow {
-            cfg,
+            cfg: cfg.clone(),
             size,
             writes_until: None,
             written: u64::MAX,
