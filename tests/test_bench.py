@@ -1,6 +1,8 @@
 """The reference benchmark: its figures, its JSON layout, and the definitions behind them."""
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,3 +70,50 @@ def test_tcp_flows_from_python_deliver_every_byte(transport):
     assert (marks > 0) == (transport == "dctcp")
     with pytest.raises(ValueError, match="transport must be one of"):
         sim.add_tcp_flow(0, 1, "1KB", transport="quic")
+
+
+def _versus_htsim():
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benches" / "versus_htsim.py"
+    spec = importlib.util.spec_from_file_location("versus_htsim", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks itself up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_htsim_comparison_reads_both_simulators_and_compares_per_packet_hop(tmp_path):
+    vs = _versus_htsim()
+    ours = (
+        "all finished: true; events 12248966; packet-hops 8701860; wall 0.988 s; "
+        "12.40 M events/s; 113.5 ns per packet-hop; records cbdf30d11a3f3555"
+    )
+    theirs = (
+        "Flow tcpsrc finished at 1\nRESULT flows=965 events=17404772 packet_hops=8701872 "
+        "run_s=2.178 peak_rss_kb=6236 hostq=ecn\n"
+    )
+    assert vs.parse_isthmus(ours) == (0.988, 8701860)
+    assert vs.parse_htsim(theirs) == (2.178, 8701872)
+    with pytest.raises(ValueError, match="RESULT"):
+        vs.parse_htsim("Flow tcpsrc finished at 1\n")
+    isthmus = [vs.Run(t, 8_701_860, 5.0) for t in (1.2, 0.9, 1.0)]
+    htsim = [vs.Run(t, 8_701_872, 6.1) for t in (2.0, 2.5, 2.2)]
+    figures = vs.summarise(isthmus, htsim)
+    assert figures["run_s"] == {"isthmus": 1.0, "htsim": 2.2}
+    assert figures["htsim_over_isthmus"] == pytest.approx(2.2)
+    assert figures["ns_per_packet_hop"]["isthmus"] == pytest.approx(1.0e9 / 8_701_860)
+    # A process's own peak, not its launcher's (this test process is far above 40 MB).
+    small = tmp_path / "small.sh"
+    small.write_text("#!/bin/sh\nsleep 0.2\necho 'packet-hops 10; wall 0.5 s'\n")
+    small.chmod(0o755)
+    run = vs.run_measured([str(small)], vs.parse_isthmus)
+    assert (run.run_s, run.packet_hops) == (0.5, 10)
+    assert run.peak_mb < 20
+    big = [
+        sys.executable,
+        "-c",
+        "b = bytearray(60 << 20); b[::4096] = b'x' * len(b[::4096]); import time; "
+        "time.sleep(0.3); print('packet-hops 1; wall 0.1 s')",
+    ]
+    assert vs.run_measured(big, vs.parse_isthmus).peak_mb >= 60
