@@ -77,8 +77,8 @@ def test_a_flow_list_spread_over_many_blocks_reads_whole_and_in_order(tmp_path):
 
 
 def test_reading_a_flow_list_leaves_pandas_unloaded(tmp_path):
-    # pandas is not a dependency; pyarrow's own NumPy conversion loads it if present,
-    # which took 50 MB of a benchmark process.
+    # Reading needs no pandas; pyarrow's own NumPy conversion loads it (it is installed,
+    # for statsmodels), which took 50 MB of a benchmark process.
     import subprocess
     import sys
 
