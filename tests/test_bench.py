@@ -35,6 +35,8 @@ def test_cli_bench_writes_the_shared_json_layout(tmp_path):
     for key in ("size", "flows", "finished", "wall_s", "events", "packet_hops", "peak_rss_mb"):
         assert key in data
     assert set(data["slowdown"]) == {"all", "lt100KB", "100KB-1MB", "gt1MB"}
+    ns = data["wall_s"] * 1e9 / data["packet_hops"]
+    assert data["ns_per_packet_hop"] == pytest.approx(ns, rel=1e-3, abs=0.1)
     assert set(data["slowdown"]["all"]) >= {"mean", "p50", "p99"}
     assert CliRunner().invoke(app, ["bench", "huge"]).exit_code == 2
 
