@@ -709,7 +709,15 @@ impl Engine {
         id
     }
 
+    /// The checks every new flow passes: its hosts exist and differ, and the run can
+    /// still number it (events carry a flow in 28 bits).
     pub(crate) fn check_hosts(&self, src: u32, dst: u32) -> Result<(), String> {
+        if self.flows.len() > crate::event::MAX_EVENT_INDEX as usize {
+            return Err(format!(
+                "a run holds at most {} flows; split the workload over several runs",
+                crate::event::MAX_EVENT_INDEX as u64 + 1
+            ));
+        }
         let n = self.topology.num_hosts() as u32;
         for (name, h) in [("src", src), ("dst", dst)] {
             if h >= n {
