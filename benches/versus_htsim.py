@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def parse_htsim(text: str) -> tuple[float, int]:
     return float(fields["run_s"]), int(fields["packet_hops"])
 
 
-def run_measured(command: list[str], parse) -> Run:
+def run_measured(command: list[str], parse: Callable[[str], tuple[float, int]]) -> Run:
     """Runs `command` to completion, reading its peak resident memory (VmHWM) as it
     runs: the kernel's rusage of a child counts the peak of the process that forked it
     too, which for a launcher as large as Python hides the small sizes' figures."""

@@ -423,7 +423,7 @@ impl Engine {
 
     /// Adds a UDP flow from host `src` to host `dst`; returns its flow id.
     pub fn add_udp_flow(&mut self, src: u32, dst: u32, spec: UdpFlowSpec) -> Result<u32, String> {
-        self.check_hosts(src, dst)?;
+        self.check_new_flow(src, dst)?;
         if spec.packet_size <= UDP_HEADER_BYTES {
             return Err(format!(
                 "packet_size {} B is too small: it must exceed the {UDP_HEADER_BYTES} B of IPv4+UDP headers",
@@ -656,7 +656,7 @@ impl Engine {
         (port_span, dst_port): (u32, u16),
         transport: impl FnOnce(u32) -> Transport,
     ) -> Result<u32, String> {
-        self.check_hosts(src, dst)?;
+        self.check_new_flow(src, dst)?;
         if size == 0 {
             return Err("size must be at least 1 byte".into());
         }
@@ -711,7 +711,7 @@ impl Engine {
 
     /// The checks every new flow passes: its hosts exist and differ, and the run can
     /// still number it (events carry a flow in 28 bits).
-    pub(crate) fn check_hosts(&self, src: u32, dst: u32) -> Result<(), String> {
+    pub(crate) fn check_new_flow(&self, src: u32, dst: u32) -> Result<(), String> {
         if self.flows.len() > crate::event::MAX_EVENT_INDEX as usize {
             return Err(format!(
                 "a run holds at most {} flows; split the workload over several runs",
@@ -1314,7 +1314,7 @@ impl Engine {
         start: Time,
         stop: Time,
     ) -> Result<u32, String> {
-        self.check_hosts(src, dst)?;
+        self.check_new_flow(src, dst)?;
         cfg.validate()?;
         if stop <= start || start < self.now {
             return Err(format!(
@@ -1606,7 +1606,7 @@ impl Engine {
         data_bytes: u32,
         ack_bytes: u32,
     ) -> Result<Time, String> {
-        self.check_hosts(src, dst)?;
+        self.check_new_flow(src, dst)?;
         Ok(self.one_way(src, dst, data_bytes)? + self.one_way(dst, src, ack_bytes)?)
     }
 

@@ -64,7 +64,7 @@ impl Engine {
         // Everything a round could refuse is checked first, so a refused job leaves
         // nothing behind.
         for &s in &job.senders {
-            self.check_hosts(s, job.receiver)?;
+            self.check_new_flow(s, job.receiver)?;
         }
         match &job.transport {
             RoundTransport::Tcp(cfg) => cfg.validate()?,
