@@ -74,11 +74,11 @@ def test_tcp_flows_from_python_deliver_every_byte(transport):
         sim.add_tcp_flow(0, 1, "1KB", transport="quic")
 
 
-def _versus_htsim():
+def _bench_script(name: str = "versus_htsim"):
     import importlib.util
 
-    path = Path(__file__).resolve().parent.parent / "benches" / "versus_htsim.py"
-    spec = importlib.util.spec_from_file_location("versus_htsim", path)
+    path = Path(__file__).resolve().parent.parent / "benches" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclass looks itself up there
     spec.loader.exec_module(module)
@@ -86,7 +86,7 @@ def _versus_htsim():
 
 
 def test_the_htsim_comparison_reads_both_simulators_and_compares_per_packet_hop(tmp_path):
-    vs = _versus_htsim()
+    vs = _bench_script()
     ours = (
         "all finished: true; events 12248966; packet-hops 8701860; wall 0.988 s; "
         "12.40 M events/s; 113.5 ns per packet-hop; records cbdf30d11a3f3555"
@@ -119,3 +119,32 @@ def test_the_htsim_comparison_reads_both_simulators_and_compares_per_packet_hop(
         "time.sleep(0.3); print('packet-hops 1; wall 0.1 s')",
     ]
     assert vs.run_measured(big, vs.parse_isthmus).peak_mb >= 60
+
+
+def test_the_hop_cost_study_groups_steps_by_live_packets_and_spreads_flows_over_leaves():
+    hc = _bench_script("hop_cost")
+    text = "\n".join(
+        f"phase until_ms {t}; packet-hops {h}; ns per packet-hop {ns}; "
+        f"live packets {live}; open flows 3"
+        for t, h, ns, live in [
+            (2, 100_000, 60.0, 500),
+            (4, 300_000, 80.0, 900),
+            (6, 200_000, 100.0, 5_000),
+            (8, 10, 900.0, 5_000),  # too few hops to time: left out
+        ]
+    )
+    phases = hc.parse_phases(text + "\nall finished: true; ...")
+    assert [p.live_packets for p in phases] == [500, 900, 5_000, 5_000]
+    with pytest.raises(ValueError, match="phase"):
+        hc.parse_phases("all finished: true")
+    groups = hc.by_live_packets(phases, edges=(1_000, 2_000, 8_000))
+    # hop-weighted: (100k x 60 + 300k x 80) / 400k
+    assert groups == {1_000: pytest.approx(75.0), 8_000: pytest.approx(100.0)}
+
+    flows = "flow_id,src_host,dst_host,size_bytes,start_ps\n0,0,9,100,5\n1,15,3,200,7\n"
+    moved = hc.spread(flows, (2, 2, 8), (8, 8, 16)).splitlines()
+    # leaf 0 stays leaf 0; leaf 1 goes to leaf 4 (stride 4) of 16-host leaves.
+    assert moved[1:] == ["0,0,65,100,5", "1,71,3,200,7"]
+    with pytest.raises(ValueError, match="smaller"):
+        hc.spread(flows, (2, 2, 8), (2, 1, 16))
+    assert hc.ports((2, 4, 8)) == 80 and hc.ports((8, 64, 16)) == 3_072
