@@ -288,3 +288,60 @@ fn a_timed_source_sends_at_line_rate_until_its_deadline_then_ends_on_a_write_bou
         "{gbps:.2} Gb/s"
     );
 }
+
+/// The benchmark's `--phases` mode times a run in steps; stepping must not change it.
+#[test]
+fn running_in_steps_until_flows_finish_changes_nothing() {
+    let link = LinkSpec {
+        rate: 10_000_000_000,
+        delay: US,
+    };
+    let run = |step: Option<u64>| {
+        let topo = isthmus_core::topology::builders::leaf_spine(2, 2, 4, link, link).unwrap();
+        let config = EngineConfig {
+            switch_queue: QueueConfig::step_marking(Limit::Packets(40), Limit::Packets(10)),
+            ..Default::default()
+        };
+        let mut e = Engine::new(topo, config, 7);
+        let tcp = TcpConfig {
+            dctcp: Some(Dctcp::default()),
+            ..Default::default()
+        };
+        for i in 0..12u32 {
+            let (src, dst) = (i % 8, (i * 3 + 5) % 8);
+            let dst = if dst == src { (dst + 1) % 8 } else { dst };
+            e.add_tcp_flow(
+                src,
+                dst,
+                30_000 + 7_000 * i as u64,
+                i as u64 * 20 * US,
+                &tcp,
+            )
+            .unwrap();
+        }
+        match step {
+            None => assert!(e.run_until_flows_finish(SEC)),
+            Some(step) => {
+                let mut until = 0;
+                while e.unfinished_flows() > 0 && until < SEC {
+                    until += step;
+                    e.run_until_flows_finish(until);
+                }
+                assert_eq!(e.unfinished_flows(), 0);
+            }
+        }
+        let records: Vec<_> = e
+            .flows()
+            .map(|r| (r.finish, r.bytes_delivered, r.packets_sent, r.delay_sum_ps))
+            .collect();
+        (e.events_processed(), e.packet_hops(), records)
+    };
+    let whole = run(None);
+    assert!(
+        whole.0 > 1_000,
+        "too small a run to tell: {} events",
+        whole.0
+    );
+    assert_eq!(run(Some(50 * US)), whole);
+    assert_eq!(run(Some(MS)), whole);
+}
