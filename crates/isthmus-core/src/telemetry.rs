@@ -3,22 +3,24 @@
 
 use crate::units::Time;
 
-/// Counters of one egress port and of the ingress side of the same link end.
+/// Counters of one egress port and of the ingress side of the same link end; those
+/// every packet moves first (see `Port`'s layout).
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct PortCounters {
     pub tx_bytes: u64,
     pub tx_packets: u64,
-    pub rx_bytes: u64,
-    pub rx_packets: u64,
-    pub drop_packets: u64,
-    pub drop_bytes: u64,
-    pub ecn_marks: u64,
-    pub max_queue_packets: u64,
-    pub max_queue_bytes: u64,
     /// Sum over transmitted packets of the time they waited for the transmitter.
     pub wait_ps: u64,
     /// Time the transmitter spent serialising.
     pub busy_ps: u64,
+    pub rx_bytes: u64,
+    pub rx_packets: u64,
+    pub max_queue_packets: u64,
+    pub max_queue_bytes: u64,
+    pub ecn_marks: u64,
+    pub drop_packets: u64,
+    pub drop_bytes: u64,
     /// PFC, at a switch's ingress: pause and resume frames sent upstream, and the most
     /// bytes held that arrived through this port.
     pub pfc_pauses: u64,

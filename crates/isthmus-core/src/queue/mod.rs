@@ -296,24 +296,26 @@ pub enum Admitted {
     Dropped,
 }
 
-/// One port's queueing system.
+/// One port's queueing system. `repr(C)`: the fields every packet reads come first,
+/// next to the port's transmitter (see `Port`).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct PortQueue {
-    pub config: QueueConfig,
     /// What waits in the queue discipline (the device's FIFO apart).
     packets: u64,
     bytes: u64,
     /// The device's FIFO below the discipline, with each packet's mark.
     device: VecDeque<(Queued, bool)>,
     device_bytes: u64,
-    state: State,
     pub counters: Vec<QueueCounters>,
-    seq: u64,
     /// The highest class a priority can map to (counters.len() - 1, at most 255) and
     /// whether any class runs PIE, kept beside the hot fields so the per-packet checks do
     /// not reach into the heap.
     last_class: u8,
     any_pie: bool,
+    state: State,
+    pub config: QueueConfig,
+    seq: u64,
 }
 
 fn exceeds(limit: Limit, packets: u64, bytes: u64) -> bool {
