@@ -204,6 +204,59 @@ pub struct QueueCounters {
     pub max_packets: u64,
 }
 
+/// Per-class counters, the first class's inline: most queues have one class, and every
+/// packet moves its counters, so they sit in the port's lines rather than behind a
+/// pointer (at xl1024's peak that pointer missed the cache on about one hop in twenty).
+#[derive(Clone, Debug)]
+pub struct ClassCounters {
+    first: QueueCounters,
+    rest: Vec<QueueCounters>,
+}
+
+impl ClassCounters {
+    fn new(classes: usize) -> ClassCounters {
+        ClassCounters {
+            first: QueueCounters::default(),
+            rest: vec![QueueCounters::default(); classes.saturating_sub(1)],
+        }
+    }
+
+    /// How many classes there are (at least one).
+    pub fn classes(&self) -> usize {
+        1 + self.rest.len()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &QueueCounters> {
+        std::iter::once(&self.first).chain(self.rest.iter())
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut QueueCounters> {
+        std::iter::once(&mut self.first).chain(self.rest.iter_mut())
+    }
+}
+
+impl std::ops::Index<usize> for ClassCounters {
+    type Output = QueueCounters;
+
+    #[inline]
+    fn index(&self, class: usize) -> &QueueCounters {
+        match class {
+            0 => &self.first,
+            c => &self.rest[c - 1],
+        }
+    }
+}
+
+impl std::ops::IndexMut<usize> for ClassCounters {
+    #[inline]
+    fn index_mut(&mut self, class: usize) -> &mut QueueCounters {
+        match class {
+            0 => &mut self.first,
+            c => &mut self.rest[c - 1],
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct SubQueue {
     fifo: VecDeque<Queued>,
@@ -307,8 +360,8 @@ pub struct PortQueue {
     /// The device's FIFO below the discipline, with each packet's mark.
     device: VecDeque<(Queued, bool)>,
     device_bytes: u64,
-    pub counters: Vec<QueueCounters>,
-    /// The highest class a priority can map to (counters.len() - 1, at most 255) and
+    pub counters: ClassCounters,
+    /// The highest class a priority can map to (classes - 1, at most 255) and
     /// whether any class runs PIE, kept beside the hot fields so the per-packet checks do
     /// not reach into the heap.
     last_class: u8,
@@ -353,7 +406,7 @@ impl PortQueue {
             },
         };
         PortQueue {
-            counters: vec![QueueCounters::default(); classes],
+            counters: ClassCounters::new(classes),
             any_pie: PortQueue::runs_pie(&config, classes),
             last_class: (classes - 1).min(u8::MAX as usize) as u8,
             config,
@@ -901,7 +954,7 @@ impl PortQueue {
             ..self.config.clone()
         };
         let old = std::mem::replace(&mut self.config, new);
-        self.any_pie = PortQueue::runs_pie(&self.config, self.counters.len());
+        self.any_pie = PortQueue::runs_pie(&self.config, self.counters.classes());
         let config = &self.config;
         let renew = |aqm: &mut Aqm, class: usize| {
             if old.aqm_of(class) != config.aqm_of(class) {
