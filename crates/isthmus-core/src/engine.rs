@@ -137,6 +137,10 @@ pub struct Port {
     /// PFC as a switch ingress: the priorities this port has paused upstream, and bytes
     /// held per priority that arrived here.
     pause_sent: u8,
+    /// What arrived through this link end, beside the fields an arrival reads (the rest of
+    /// the counters are the egress side's).
+    pub rx_bytes: u64,
+    pub rx_packets: u64,
     pub queue: PortQueue,
     pub counters: PortCounters,
     pub rate: Rate,
@@ -376,6 +380,8 @@ impl Engine {
                     stalled: false,
                     ingress_bytes: [0; 8],
                     pause_sent: 0,
+                    rx_bytes: 0,
+                    rx_packets: 0,
                     bcn: BcnPoint::default(),
                     counters: PortCounters::default(),
                 });
@@ -915,8 +921,8 @@ impl Engine {
         let (node, local) = {
             let p = &mut self.ports[port as usize];
             let size = self.arena.get(pkt).size as u64;
-            p.counters.rx_packets += 1;
-            p.counters.rx_bytes += size;
+            p.rx_packets += 1;
+            p.rx_bytes += size;
             (p.node, p.local)
         };
         let state = &self.nodes[node as usize];

@@ -3,8 +3,8 @@
 
 use crate::units::Time;
 
-/// Counters of one egress port and of the ingress side of the same link end; those
-/// every packet moves first (see `Port`'s layout).
+/// Counters of one egress port (what arrived through the same link end is counted in the
+/// port itself, beside the fields an arrival reads); those every packet moves first.
 #[derive(Clone, Debug, Default)]
 #[repr(C)]
 pub struct PortCounters {
@@ -14,8 +14,6 @@ pub struct PortCounters {
     pub wait_ps: u64,
     /// Time the transmitter spent serialising.
     pub busy_ps: u64,
-    pub rx_bytes: u64,
-    pub rx_packets: u64,
     pub max_queue_packets: u64,
     pub max_queue_bytes: u64,
     pub ecn_marks: u64,
