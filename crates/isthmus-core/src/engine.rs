@@ -172,19 +172,26 @@ impl Port {
     }
 }
 
+/// Laid out by hand (`repr(C)`, cache-line aligned): what forwarding reads for every
+/// packet (kind, ports, miss policy, ECMP salt, whether flows are watched, whether the
+/// flow table holds entries) sits in the first line.
+#[repr(C, align(64))]
 pub struct NodeState {
     pub kind: NodeKind,
-    pub first_port: PortId,
+    /// What a switch does with packets no entry matches.
+    pub miss: Miss,
     pub num_ports: u16,
+    pub first_port: PortId,
     /// Host address, or u32::MAX for a switch.
     pub address: u32,
     pub ecmp_salt: u64,
-    spray_rng: Rng,
+    /// Per-flow counters of the flows this switch forwards, kept only once something
+    /// asked to watch it (a switch agent): (flow, source host) -> what crossed.
+    pub(crate) crossings: Option<Box<crate::flowtable::KeyMap<(u32, u32), Crossing>>>,
     pub table: FlowTable,
+    spray_rng: Rng,
     pub groups: Vec<Option<Group>>,
     pub meters: Vec<Option<Meter>>,
-    /// What a switch does with packets no entry matches.
-    pub miss: Miss,
     /// Ports a flood goes out of (None: all).
     pub flood_ports: Option<Vec<u16>>,
     /// Packets dropped here for want of a route, or at a host they were not addressed to
@@ -194,9 +201,6 @@ pub struct NodeState {
     pub rule_drops: u64,
     /// Packets dropped here because their time-to-live ran out (a forwarding loop).
     pub ttl_drops: u64,
-    /// Per-flow counters of the flows this switch forwards, kept only once something
-    /// asked to watch it (a switch agent): (flow, source host) -> what crossed.
-    pub(crate) crossings: Option<Box<crate::flowtable::KeyMap<(u32, u32), Crossing>>>,
     /// Groups and meters defined here or on their way (commands issued): entries may
     /// only use these.
     pub(crate) declared_groups: Vec<bool>,

@@ -229,11 +229,14 @@ struct Stored {
 /// set fields, probed in order of their highest priority, so a lookup costs one probe
 /// per combination in use (a handful) however many entries there are.
 #[derive(Default, Clone, Debug)]
+/// `repr(C)`: `subtables` first, as its emptiness is read for every packet a switch
+/// forwards (see `NodeState`).
+#[repr(C)]
 pub struct FlowTable {
-    slots: crate::slab::Slab<Stored>,
-    by_id: KeyMap<u32, u32>,
     /// Ordered by `max_priority` descending.
     subtables: Vec<Subtable>,
+    slots: crate::slab::Slab<Stored>,
+    by_id: KeyMap<u32, u32>,
     next_seq: u64,
 }
 
