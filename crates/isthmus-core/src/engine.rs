@@ -111,9 +111,11 @@ impl Default for EngineConfig {
 /// what leaves and arrives through it.
 ///
 /// Laid out by hand (`repr(C)`, cache-line aligned): what every hop reads or writes
-/// comes first (transmitter, then the queue's hot fields, then the counters), so a
-/// hop touches a port's first few adjacent lines rather than lines spread over its
-/// 800 bytes; at xl1024's peak every one of the 3,072 ports is busy.
+/// comes first (the first line holds the transmitter, the link end's identity and the
+/// arrival counters; then the queue's hot fields, then the egress counters), so a hop
+/// touches a port's first few adjacent lines rather than lines spread over its 900
+/// bytes; at xl1024's peak every one of the 3,072 ports is busy (docs/benchmark.md,
+/// "Layout by the cache simulator").
 #[repr(C, align(64))]
 pub struct Port {
     pub busy_until: Time,
@@ -134,8 +136,8 @@ pub struct Port {
     /// transmitter stopped with only paused classes waiting.
     pub paused: u8,
     stalled: bool,
-    /// PFC as a switch ingress: the priorities this port has paused upstream, and bytes
-    /// held per priority that arrived here.
+    /// PFC as a switch ingress: the priorities this port has paused upstream (and, below
+    /// with the cold fields, `ingress_bytes`: bytes held per priority that arrived here).
     pause_sent: u8,
     /// What arrived through this link end, beside the fields an arrival reads (the rest of
     /// the counters are the egress side's).
