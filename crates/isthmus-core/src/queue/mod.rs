@@ -163,8 +163,6 @@ pub struct Queued {
     pub ect: bool,
     pub flow: u32,
     pub class: u8,
-    /// Scheduling tag: WFQ finish tag, or PIFO rank.
-    tag: f64,
 }
 
 impl Queued {
@@ -183,7 +181,6 @@ impl Queued {
             ect,
             flow,
             class,
-            tag: 0.0,
         }
     }
 }
@@ -257,11 +254,14 @@ impl std::ops::IndexMut<usize> for ClassCounters {
     }
 }
 
+/// One FIFO with its AQM. Under WFQ each packet's finish tag waits beside it in
+/// `finish_tags` (empty under the other schedulers, so a queue entry stays 24 bytes).
 #[derive(Clone, Debug)]
 struct SubQueue {
     fifo: VecDeque<Queued>,
     bytes: u64,
     aqm: Aqm,
+    finish_tags: VecDeque<f64>,
 }
 
 impl SubQueue {
@@ -270,6 +270,7 @@ impl SubQueue {
             fifo: VecDeque::new(),
             bytes: 0,
             aqm: Aqm::new(aqm.clone()),
+            finish_tags: VecDeque::new(),
         }
     }
 
@@ -278,9 +279,16 @@ impl SubQueue {
         self.fifo.push_back(q);
     }
 
+    /// Appends a packet with its WFQ finish tag.
+    fn push_tagged(&mut self, q: Queued, finish: f64) {
+        self.push(q);
+        self.finish_tags.push_back(finish);
+    }
+
     fn pop(&mut self) -> Option<Queued> {
         let q = self.fifo.pop_front()?;
         self.bytes -= q.size as u64;
+        self.finish_tags.pop_front();
         Some(q)
     }
 }
@@ -515,7 +523,7 @@ impl PortQueue {
     #[allow(clippy::too_many_arguments)]
     fn enqueue_discipline(
         &mut self,
-        mut item: Queued,
+        item: Queued,
         rank_hint: u64,
         delay: Time,
         now: Time,
@@ -551,18 +559,19 @@ impl PortQueue {
                 };
                 let verdict = q.aqm.on_enqueue(view, item.ect, delay, now, rng);
                 if verdict != Verdict::Drop {
-                    if let SchedulerConfig::Wfq { weights } = &self.config.scheduler {
-                        let start = finish[class].max(*virtual_time);
-                        finish[class] = start + item.size as f64 / weights[class] as f64;
-                        item.tag = finish[class];
-                    }
                     if q.fifo.is_empty()
                         && matches!(self.config.scheduler, SchedulerConfig::Drr { .. })
                     {
                         deficits[class] = 0;
                         active.push_back(class);
                     }
-                    q.push(item);
+                    if let SchedulerConfig::Wfq { weights } = &self.config.scheduler {
+                        let start = finish[class].max(*virtual_time);
+                        finish[class] = start + item.size as f64 / weights[class] as f64;
+                        q.push_tagged(item, finish[class]);
+                    } else {
+                        q.push(item);
+                    }
                 }
                 verdict
             }
@@ -625,7 +634,7 @@ impl PortQueue {
                 virtual_time,
                 bytes,
             } => {
-                item.tag = match &self.config.scheduler {
+                let rank = match &self.config.scheduler {
                     SchedulerConfig::Pifo {
                         rank: Rank::Arrival,
                     } => now as f64,
@@ -655,7 +664,7 @@ impl PortQueue {
                         .max_by(|a, b| a.0.cmp(&b.0))
                         .map(|r| (r.0.rank, r.0.seq));
                     match worst {
-                        Some((rank, seq)) if rank > item.tag => {
+                        Some((worst_rank, seq)) if worst_rank > rank => {
                             let mut items: Vec<_> = std::mem::take(heap).into_vec();
                             let at = items
                                 .iter()
@@ -684,7 +693,7 @@ impl PortQueue {
                     self.seq += 1;
                     *bytes += item.size as u64;
                     heap.push(Reverse(PifoItem {
-                        rank: item.tag,
+                        rank,
                         seq: self.seq,
                         item,
                     }));
@@ -786,9 +795,9 @@ impl PortQueue {
                             if is_paused(c) {
                                 continue;
                             }
-                            if let Some(head) = q.fifo.front() {
-                                if best.is_none_or(|(_, tag)| head.tag < tag) {
-                                    best = Some((c, head.tag));
+                            if let Some(&head) = q.finish_tags.front() {
+                                if best.is_none_or(|(_, tag)| head < tag) {
+                                    best = Some((c, head));
                                 }
                             }
                         }
