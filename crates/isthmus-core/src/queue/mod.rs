@@ -283,6 +283,11 @@ impl SubQueue {
     fn push_tagged(&mut self, q: Queued, finish: f64) {
         self.push(q);
         self.finish_tags.push_back(finish);
+        debug_assert_eq!(
+            self.finish_tags.len(),
+            self.fifo.len(),
+            "a WFQ queue holds a finish tag for every packet (all come through push_tagged)"
+        );
     }
 
     fn pop(&mut self) -> Option<Queued> {
