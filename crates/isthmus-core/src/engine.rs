@@ -15,7 +15,9 @@
 use crate::control::ControlEvent;
 use crate::event::{Event, EventKind, EventQueue, PortId};
 use crate::flowtable::{FlowAction, FlowTable, Forward, Group, Meter, Miss};
-use crate::packet::{Packet, PacketArena, PacketId, ECN_CE, ECN_NOT_ECT};
+use crate::packet::{
+    Packet, PacketArena, PacketHeader, PacketId, PacketOptions, ECN_CE, ECN_NOT_ECT,
+};
 use crate::queue::{Admitted, PortQueue, QueueConfig, Queued};
 use crate::rng::mix64;
 use crate::rng::{Rng, Stream};
@@ -1045,7 +1047,7 @@ impl Engine {
             return;
         };
         for &p in rest {
-            let copy = self.arena.get(pkt).clone();
+            let copy = self.arena.packet(pkt);
             self.flows[copy.flow as usize].record.packets_sent += 1;
             let id = self.arena.alloc(copy);
             self.enqueue(first_port + p as u32, id);
@@ -1288,14 +1290,19 @@ impl Engine {
             return;
         };
         let frame = Packet {
-            src: packet.dst,
-            dst: packet.src,
-            proto: PROTO_BCN,
-            size: FEEDBACK_BYTES,
-            flow: packet.flow,
-            tag: feedback.encode(),
-            created: self.now,
-            ..Default::default()
+            header: PacketHeader {
+                src: packet.dst,
+                dst: packet.src,
+                proto: PROTO_BCN,
+                size: FEEDBACK_BYTES,
+                flow: packet.flow,
+                created: self.now,
+                ..Default::default()
+            },
+            options: PacketOptions {
+                tag: feedback.encode(),
+                ..Default::default()
+            },
         };
         self.flows[frame.flow as usize].record.packets_sent += 1;
         let id = self.arena.alloc(frame);
@@ -1459,10 +1466,10 @@ impl Engine {
     }
 
     fn deliver(&mut self, pkt: PacketId) {
-        let packet = self.arena.get(pkt);
+        let packet = self.arena.packet(pkt);
         let flow = packet.flow;
         let mut out = std::mem::take(&mut self.outbox);
-        let finished = self.flows[flow as usize].on_delivery(flow, packet, self.now, &mut out);
+        let finished = self.flows[flow as usize].on_delivery(flow, &packet, self.now, &mut out);
         self.count_finished(flow, finished);
         self.arena.free(pkt);
         self.apply_outbox(flow, &mut out);
@@ -1491,9 +1498,8 @@ impl Engine {
     pub(crate) fn drop_packet(&mut self, pkt: PacketId) {
         self.pfc_leave(pkt);
         self.nic_leave(pkt);
-        let packet = self.arena.get(pkt);
-        let flow = packet.flow;
-        let finished = self.flows[flow as usize].on_drop(packet, self.now);
+        let flow = self.arena.get(pkt).flow;
+        let finished = self.flows[flow as usize].on_drop(self.now);
         self.count_finished(flow, finished);
         self.arena.free(pkt);
     }
@@ -1584,7 +1590,7 @@ impl Engine {
     }
 
     /// A live packet's header, for audits and tests.
-    pub fn packet(&self, pkt: PacketId) -> &Packet {
+    pub fn packet(&self, pkt: PacketId) -> &PacketHeader {
         self.arena.get(pkt)
     }
 
@@ -1669,9 +1675,9 @@ impl Engine {
     }
 
     /// Builds a packet with this flow's addresses, for tests and tools.
-    pub fn packet_of_flow(&self, flow: u32) -> Packet {
+    pub fn packet_of_flow(&self, flow: u32) -> PacketHeader {
         let f = &self.flows[flow as usize];
-        Packet {
+        PacketHeader {
             src: f.record.src,
             dst: f.record.dst,
             src_port: f.src_port,

@@ -5,7 +5,7 @@
 //! An empty table costs one length check, so switches nobody programs run at the speed
 //! of plain default routing.
 
-use crate::packet::Packet;
+use crate::packet::PacketHeader;
 use crate::units::{Rate, Time, SEC};
 
 /// Header fields an entry can match; `None` is a wildcard.
@@ -22,7 +22,7 @@ pub struct FlowMatch {
 
 impl FlowMatch {
     #[inline]
-    pub fn matches(&self, in_port: u16, p: &Packet) -> bool {
+    pub fn matches(&self, in_port: u16, p: &PacketHeader) -> bool {
         self.in_port.is_none_or(|v| v == in_port)
             && self.src.is_none_or(|v| v == p.src)
             && self.dst.is_none_or(|v| v == p.dst)
@@ -127,7 +127,7 @@ struct Key {
 
 impl Key {
     #[inline]
-    fn of_packet(mask: Mask, in_port: u16, p: &Packet) -> Key {
+    fn of_packet(mask: Mask, in_port: u16, p: &PacketHeader) -> Key {
         let pick = |bit: Mask| mask & bit != 0;
         Key {
             in_port: if pick(IN_PORT) { in_port } else { 0 },
@@ -333,7 +333,7 @@ impl FlowTable {
     /// The action of the first matching entry (highest priority, then oldest), counting
     /// the packet against it.
     #[inline]
-    pub fn lookup(&mut self, in_port: u16, p: &Packet, now: Time) -> Option<FlowAction> {
+    pub fn lookup(&mut self, in_port: u16, p: &PacketHeader, now: Time) -> Option<FlowAction> {
         let mut best: Option<(u16, u64, u32)> = None;
         for table in &self.subtables {
             if best.is_some_and(|(priority, _, _)| table.max_priority < priority) {
@@ -457,7 +457,7 @@ mod tests {
     #[test]
     fn highest_priority_wins_and_ties_go_to_the_oldest() {
         let mut t = FlowTable::default();
-        let pkt = Packet {
+        let pkt = PacketHeader {
             src: 1,
             dst: 2,
             ..Default::default()
@@ -482,7 +482,7 @@ mod tests {
         ));
         t.add(entry(2, 20, FlowMatch::default(), 3));
         assert_eq!(t.lookup(0, &pkt, 5).unwrap().forward, Forward::Output(2));
-        let other = Packet {
+        let other = PacketHeader {
             src: 5,
             dst: 2,
             ..Default::default()
@@ -494,7 +494,7 @@ mod tests {
 
     /// The linear scan the index must agree with: first match in (priority desc,
     /// installation) order.
-    fn reference(entries: &[FlowEntry], in_port: u16, p: &Packet) -> Option<u32> {
+    fn reference(entries: &[FlowEntry], in_port: u16, p: &PacketHeader) -> Option<u32> {
         let mut sorted: Vec<(usize, &FlowEntry)> = entries.iter().enumerate().collect();
         sorted.sort_by_key(|(i, e)| (std::cmp::Reverse(e.priority), *i));
         sorted
@@ -531,7 +531,7 @@ mod tests {
             }
             assert_eq!(table.len(), live.len());
             for _ in 0..2000 {
-                let p = Packet {
+                let p = PacketHeader {
                     src: pick(6),
                     dst: pick(6),
                     proto: if pick(2) == 0 { 6 } else { 17 },
@@ -569,7 +569,7 @@ mod tests {
             },
             0,
         ));
-        let pkt = Packet::default();
+        let pkt = PacketHeader::default();
         assert_eq!(t.lookup(3, &pkt, 0), None);
         assert!(t.lookup(4, &pkt, 0).is_some());
         assert_eq!(t.remove(7).map(|e| e.id), Some(7));

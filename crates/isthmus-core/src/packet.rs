@@ -23,38 +23,37 @@ pub const TCP_ACK: u8 = 0x10;
 pub const TCP_ECE: u8 = 0x40;
 pub const TCP_CWR: u8 = 0x80;
 
+/// What every hop reads and writes: addresses, sizes, sequence numbers, marks and the
+/// simulator's bookkeeping. Laid out by hand in one cache line (`repr(C)`, widest fields
+/// first, aligned to 64 bytes), so a hop touches one line of its packet, not two.
 #[derive(Clone, Debug, Default)]
-pub struct Packet {
+#[repr(C, align(64))]
+pub struct PacketHeader {
+    /// Bytes the flow still had to send when this packet left its host (SRPT ranks).
+    pub remaining: u64,
+    /// When the sending transport created it.
+    pub created: Time,
     /// Source and destination host addresses (host indices).
     pub src: u32,
     pub dst: u32,
-    pub src_port: u16,
-    pub dst_port: u16,
-    pub proto: u8,
     /// Bytes on the wire, headers included.
     pub size: u32,
     /// Transport payload bytes carried.
     pub payload: u32,
     pub seq: u32,
     pub ack: u32,
+    /// The flow this packet belongs to (index into the engine's flow table).
+    pub flow: u32,
+    /// The switch port it arrived through (u32::MAX at its source host).
+    pub ingress: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub proto: u8,
     pub tcp_flags: u8,
     pub ecn: u8,
     /// Priority / traffic class, used to pick an egress queue.
     pub priority: u8,
-    /// The flow this packet belongs to (index into the engine's flow table).
-    pub flow: u32,
-    /// Bytes the flow still had to send when this packet left its host (SRPT ranks).
-    pub remaining: u64,
-    /// MPTCP: the data-level sequence number a segment carries, or the data-level
-    /// cumulative acknowledgement an ACK carries.
-    pub data_seq: u64,
-    /// Free for controllers' and transports' use (e.g. a path id or a timestamp echo).
-    pub tag: [u32; 2],
-    /// When the sending transport created it.
-    pub created: Time,
-    /// The switch port it arrived through (u32::MAX at its source host), and whether it
-    /// is counted against that port's PFC ingress occupancy.
-    pub ingress: u32,
+    /// Counted against its ingress port's PFC occupancy.
     pub pfc_held: bool,
     /// Counted in its flow's bytes waiting at its source host's NIC (small-queue
     /// backpressure) until it leaves that queue.
@@ -67,7 +66,52 @@ pub struct Packet {
     pub ttl: u8,
 }
 
-impl Packet {
+/// What only the two ends read: option-like fields no switch parses. The arena keeps
+/// them beside the headers, so they cost the network path no cache space.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketOptions {
+    /// MPTCP: the data-level sequence number a segment carries, or the data-level
+    /// cumulative acknowledgement an ACK carries. TCP with SACK: the id of the blocks an
+    /// ACK reports.
+    pub data_seq: u64,
+    /// Free for controllers' and transports' use (e.g. a path id, a timestamp echo or
+    /// a BCN feedback value).
+    pub tag: [u32; 2],
+}
+
+/// A whole packet, as transports build and receive it; its header fields read through
+/// (`pkt.seq` is `pkt.header.seq`).
+#[derive(Clone, Debug, Default)]
+pub struct Packet {
+    pub header: PacketHeader,
+    pub options: PacketOptions,
+}
+
+impl From<PacketHeader> for Packet {
+    fn from(header: PacketHeader) -> Packet {
+        Packet {
+            header,
+            options: PacketOptions::default(),
+        }
+    }
+}
+
+impl std::ops::Deref for Packet {
+    type Target = PacketHeader;
+    #[inline]
+    fn deref(&self) -> &PacketHeader {
+        &self.header
+    }
+}
+
+impl std::ops::DerefMut for Packet {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut PacketHeader {
+        &mut self.header
+    }
+}
+
+impl PacketHeader {
     /// A 5-tuple hash input that does not depend on packet contents beyond the header.
     #[inline]
     pub fn five_tuple_key(&self) -> u64 {
@@ -79,10 +123,12 @@ impl Packet {
     }
 }
 
-/// Owns every live packet; `alloc` reuses freed slots first.
+/// Owns every live packet, headers and options in two parallel slot vectors; `alloc`
+/// reuses freed slots first.
 #[derive(Default)]
 pub struct PacketArena {
-    slots: Vec<Packet>,
+    headers: Vec<PacketHeader>,
+    options: Vec<PacketOptions>,
     free: Vec<u32>,
     live: usize,
     live_bytes: u64,
@@ -95,12 +141,14 @@ impl PacketArena {
         self.live_bytes += packet.size as u64;
         match self.free.pop() {
             Some(i) => {
-                self.slots[i as usize] = packet;
+                self.headers[i as usize] = packet.header;
+                self.options[i as usize] = packet.options;
                 PacketId(i)
             }
             None => {
-                self.slots.push(packet);
-                PacketId((self.slots.len() - 1) as u32)
+                self.headers.push(packet.header);
+                self.options.push(packet.options);
+                PacketId(self.headers.len() as u32 - 1)
             }
         }
     }
@@ -108,18 +156,26 @@ impl PacketArena {
     #[inline]
     pub fn free(&mut self, id: PacketId) {
         self.live -= 1;
-        self.live_bytes -= self.slots[id.0 as usize].size as u64;
+        self.live_bytes -= self.headers[id.0 as usize].size as u64;
         self.free.push(id.0);
     }
 
     #[inline]
-    pub fn get(&self, id: PacketId) -> &Packet {
-        &self.slots[id.0 as usize]
+    pub fn get(&self, id: PacketId) -> &PacketHeader {
+        &self.headers[id.0 as usize]
     }
 
     #[inline]
-    pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
-        &mut self.slots[id.0 as usize]
+    pub fn get_mut(&mut self, id: PacketId) -> &mut PacketHeader {
+        &mut self.headers[id.0 as usize]
+    }
+
+    /// A copy of the whole packet, options included.
+    pub fn packet(&self, id: PacketId) -> Packet {
+        Packet {
+            header: self.headers[id.0 as usize].clone(),
+            options: self.options[id.0 as usize],
+        }
     }
 
     /// Packets allocated and not yet freed (in queues or on links).
@@ -133,7 +189,7 @@ impl PacketArena {
 
     /// Slots ever allocated: the arena's high-water mark.
     pub fn capacity_used(&self) -> usize {
-        self.slots.len()
+        self.headers.len()
     }
 }
 
@@ -144,24 +200,63 @@ mod tests {
     #[test]
     fn freed_slots_are_reused() {
         let mut arena = PacketArena::default();
-        let a = arena.alloc(Packet {
-            size: 100,
-            ..Default::default()
-        });
-        let b = arena.alloc(Packet {
-            size: 200,
-            ..Default::default()
-        });
+        let a = arena.alloc(
+            PacketHeader {
+                size: 100,
+                ..Default::default()
+            }
+            .into(),
+        );
+        let b = arena.alloc(
+            PacketHeader {
+                size: 200,
+                ..Default::default()
+            }
+            .into(),
+        );
         assert_eq!(arena.live_bytes(), 300);
         arena.free(a);
-        let c = arena.alloc(Packet {
-            size: 50,
-            ..Default::default()
-        });
+        let c = arena.alloc(
+            PacketHeader {
+                size: 50,
+                ..Default::default()
+            }
+            .into(),
+        );
         assert_eq!(c, a);
         assert_eq!(arena.capacity_used(), 2);
         assert_eq!(arena.live(), 2);
         assert_eq!(arena.live_bytes(), 250);
         assert_eq!(arena.get(b).size, 200);
+    }
+
+    #[test]
+    fn a_header_fills_one_cache_line() {
+        assert_eq!(std::mem::size_of::<PacketHeader>(), 64);
+        assert_eq!(std::mem::align_of::<PacketHeader>(), 64);
+    }
+
+    #[test]
+    fn options_travel_with_their_packet_through_a_reused_slot() {
+        let mut arena = PacketArena::default();
+        let sent = |tag: u32, data_seq: u64| Packet {
+            header: PacketHeader {
+                size: 1500,
+                ..Default::default()
+            },
+            options: PacketOptions {
+                data_seq,
+                tag: [tag, tag + 1],
+            },
+        };
+        let a = arena.alloc(sent(7, 1 << 40));
+        assert_eq!(arena.packet(a).options.tag, [7, 8]);
+        arena.free(a);
+        let b = arena.alloc(PacketHeader::default().into());
+        assert_eq!(b, a);
+        assert_eq!(arena.packet(b).options, PacketOptions::default());
+        let c = arena.alloc(sent(3, 9));
+        assert_eq!(arena.packet(c).options.data_seq, 9);
+        assert_eq!(arena.packet(b).options, PacketOptions::default());
     }
 }

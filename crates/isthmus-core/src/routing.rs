@@ -1,7 +1,7 @@
 //! Default routing: for every node and destination host, the set of local ports that lie
 //! on a shortest (fewest-hop) path, and the policy that picks one of them per packet.
 
-use crate::packet::Packet;
+use crate::packet::PacketHeader;
 use crate::rng::{mix64, Rng};
 use crate::topology::{NodeKind, Topology};
 
@@ -124,7 +124,7 @@ impl RouteTable {
 pub fn choose(
     policy: RoutingPolicy,
     choices: &[u16],
-    pkt: &Packet,
+    pkt: &PacketHeader,
     salt: u64,
     rng: &mut Rng,
 ) -> u16 {

@@ -25,7 +25,7 @@
 //! pause of 200-800 ms (its section IV.D).
 
 use super::{FlowRecord, Outbox};
-use crate::packet::{Packet, PROTO_UDP};
+use crate::packet::{PacketHeader, PROTO_UDP};
 use crate::rng::Rng;
 use crate::units::{serialization_time, Rate, Time, MS};
 
@@ -331,21 +331,24 @@ impl BcnSource {
         let cfg = &self.reaction.cfg;
         let payload =
             (cfg.packet_size - UDP_HEADER_BYTES).min(self.remaining.min(u32::MAX as u64) as u32);
-        out.packets.push(Packet {
-            src: record.src,
-            dst: record.dst,
-            src_port: ports.0,
-            dst_port: ports.1,
-            proto: PROTO_UDP,
-            size: payload + UDP_HEADER_BYTES,
-            payload,
-            seq: self.seq,
-            flow,
-            created: now,
-            remaining: self.remaining,
-            rate_regulated: self.reaction.regulator.is_some(),
-            ..Default::default()
-        });
+        out.packets.push(
+            PacketHeader {
+                src: record.src,
+                dst: record.dst,
+                src_port: ports.0,
+                dst_port: ports.1,
+                proto: PROTO_UDP,
+                size: payload + UDP_HEADER_BYTES,
+                payload,
+                seq: self.seq,
+                flow,
+                created: now,
+                remaining: self.remaining,
+                rate_regulated: self.reaction.regulator.is_some(),
+                ..Default::default()
+            }
+            .into(),
+        );
         self.seq = self.seq.wrapping_add(1);
         if self.remaining != u64::MAX {
             self.remaining -= payload as u64;

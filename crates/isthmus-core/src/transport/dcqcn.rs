@@ -18,7 +18,7 @@
 //! retransmits from the first unacknowledged packet if even the NAK was lost.
 
 use super::timer::Timer;
-use crate::packet::{Packet, ECN_CE, ECN_ECT0, PROTO_UDP};
+use crate::packet::{Packet, PacketHeader, ECN_CE, ECN_ECT0, PROTO_UDP};
 use crate::units::{serialization_time, Rate, Time, MS, US};
 
 /// IPv4 + UDP + InfiniBand BTH (12 B) headers of RoCEv2.
@@ -185,7 +185,7 @@ impl DcqcnFlow {
         } else {
             (r.dst, r.src, io.dst_port, io.src_port)
         };
-        Packet {
+        PacketHeader {
             src,
             dst,
             src_port,
@@ -201,6 +201,7 @@ impl DcqcnFlow {
             created: io.now,
             ..Default::default()
         }
+        .into()
     }
 
     fn emit(io: &mut Io, pkt: Packet) {

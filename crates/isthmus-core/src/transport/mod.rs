@@ -177,7 +177,7 @@ impl Flow {
     pub fn on_delivery(&mut self, flow: u32, pkt: &Packet, now: Time, out: &mut Outbox) -> bool {
         if pkt.proto == bcn::PROTO_BCN && !matches!(self.transport, Transport::Bcn(_)) {
             self.record.packets_delivered += 1;
-            if let Some(feedback) = bcn::Feedback::decode(pkt.tag) {
+            if let Some(feedback) = bcn::Feedback::decode(pkt.options.tag) {
                 self.on_bcn_feedback(flow, feedback, now, out);
             }
             return false;
@@ -202,7 +202,7 @@ impl Flow {
         let ports = (self.src_port, self.dst_port);
         match &mut self.transport {
             Transport::Bcn(b) if pkt.proto == bcn::PROTO_BCN => {
-                if let Some(feedback) = bcn::Feedback::decode(pkt.tag) {
+                if let Some(feedback) = bcn::Feedback::decode(pkt.options.tag) {
                     b.on_feedback(feedback, now);
                 }
                 self.datagrams_finished(now)
@@ -230,7 +230,7 @@ impl Flow {
     }
 
     /// A packet of this flow was dropped somewhere in the network.
-    pub fn on_drop(&mut self, _pkt: &Packet, now: Time) -> bool {
+    pub fn on_drop(&mut self, now: Time) -> bool {
         self.record.packets_dropped += 1;
         match self.transport {
             Transport::Udp(_) | Transport::Bcn(_) => self.datagrams_finished(now),

@@ -261,7 +261,7 @@ impl MptcpFlow {
     fn send_segment(&mut self, io: &mut Io, i: usize, offset: u64, data: u64, len: u32) {
         let mut pkt = self.packet(io, i, true, TCP_ACK, len);
         pkt.seq = offset as u32;
-        pkt.data_seq = data;
+        pkt.options.data_seq = data;
         pkt.remaining = self.size.saturating_sub(data);
         stamp(&mut pkt, io.now);
         io.record.bytes_sent += len as u64;
@@ -302,7 +302,7 @@ impl MptcpFlow {
 
     fn on_ack(&mut self, io: &mut Io, i: usize, pkt: &Packet) {
         let mss = self.cfg.mss as f64;
-        self.data_acked = self.data_acked.max(pkt.data_seq);
+        self.data_acked = self.data_acked.max(pkt.options.data_seq);
         let coupling = self.coupling();
         let total: f64 = self
             .subflows
@@ -409,16 +409,18 @@ impl MptcpFlow {
             }
         }
         let before = self.data_rcv_nxt;
-        if pkt.data_seq > self.data_rcv_nxt {
+        if pkt.options.data_seq > self.data_rcv_nxt {
             io.record.out_of_order += 1;
         }
-        self.data_ooo
-            .insert(pkt.data_seq, pkt.data_seq + pkt.payload as u64);
+        self.data_ooo.insert(
+            pkt.options.data_seq,
+            pkt.options.data_seq + pkt.payload as u64,
+        );
         self.data_ooo.advance(&mut self.data_rcv_nxt);
         let mut ack = self.packet(io, i, false, TCP_ACK, 0);
         ack.ack = self.subflows[i].rcv_nxt as u32;
-        ack.data_seq = self.data_rcv_nxt;
-        ack.tag = pkt.tag;
+        ack.options.data_seq = self.data_rcv_nxt;
+        ack.options.tag = pkt.options.tag;
         Self::emit(io, ack);
         let r = &mut *io.record;
         if self.data_rcv_nxt > before {

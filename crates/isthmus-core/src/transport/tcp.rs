@@ -30,7 +30,9 @@ use super::reassembly::OutOfOrder;
 use super::rtt::RttEstimator;
 use super::timer::Timer;
 use super::{FlowRecord, Outbox};
-use crate::packet::{Packet, ECN_CE, ECN_ECT0, PROTO_TCP, TCP_ACK, TCP_ECE, TCP_FIN, TCP_SYN};
+use crate::packet::{
+    Packet, PacketHeader, ECN_CE, ECN_ECT0, PROTO_TCP, TCP_ACK, TCP_ECE, TCP_FIN, TCP_SYN,
+};
 use crate::units::{serialization_time, Rate, Time, MS, SEC};
 
 /// IPv4 (20 B) + TCP (20 B) headers; no options are modelled.
@@ -188,11 +190,11 @@ const STAMPED: u64 = 1 << 63;
 
 pub(super) fn stamp(pkt: &mut Packet, time: Time) {
     let v = time | STAMPED;
-    pkt.tag = [v as u32, (v >> 32) as u32];
+    pkt.options.tag = [v as u32, (v >> 32) as u32];
 }
 
 pub(super) fn stamp_of(pkt: &Packet) -> Option<Time> {
-    let v = pkt.tag[0] as u64 | (pkt.tag[1] as u64) << 32;
+    let v = pkt.options.tag[0] as u64 | (pkt.options.tag[1] as u64) << 32;
     (v & STAMPED != 0).then_some(v & !STAMPED)
 }
 
@@ -517,11 +519,10 @@ impl TcpFlow {
         flags: u8,
         payload: u32,
     ) -> Packet {
-        Packet {
-            seq,
-            ack,
-            ..segment(io, from_sender, io.src_port, flags, payload)
-        }
+        let mut pkt = segment(io, from_sender, io.src_port, flags, payload);
+        pkt.seq = seq;
+        pkt.ack = ack;
+        pkt
     }
 
     /// Header bytes on every segment of this flow.
@@ -713,7 +714,7 @@ impl TcpFlow {
         let ack = ack as u64;
         let ece = pkt.tcp_flags & TCP_ECE != 0;
         if self.cfg.sack {
-            let blocks = match pkt.data_seq {
+            let blocks = match pkt.options.data_seq {
                 0 => Vec::new(),
                 id => self.sent_blocks.take(id).unwrap_or_default(),
             };
@@ -930,7 +931,7 @@ impl TcpFlow {
             let max = if self.cfg.timestamps { 3 } else { 4 };
             let blocks = blocks_to_send(self.out_of_order.ranges(), self.latest_out_of_order, max);
             options = OPTION_BYTES + BLOCK_BYTES * blocks.len() as u32;
-            pkt.data_seq = self.sent_blocks.record(blocks);
+            pkt.options.data_seq = self.sent_blocks.record(blocks);
         }
         self.emit_with_options(io, pkt, options);
     }
@@ -952,7 +953,7 @@ pub(super) fn segment(
     } else {
         (io.record.dst, io.record.src, io.dst_port, sender_port)
     };
-    Packet {
+    PacketHeader {
         src,
         dst,
         src_port,
@@ -965,6 +966,7 @@ pub(super) fn segment(
         created: io.now,
         ..Default::default()
     }
+    .into()
 }
 
 pub struct Io<'a> {

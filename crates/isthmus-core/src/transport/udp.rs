@@ -2,7 +2,7 @@
 //! rate, until a byte budget or a stop time runs out. The receiver only counts.
 
 use super::{FlowRecord, Outbox};
-use crate::packet::{Packet, PROTO_UDP};
+use crate::packet::{PacketHeader, PROTO_UDP};
 use crate::rng::Rng;
 use crate::units::{serialization_time, Rate, Time};
 
@@ -95,20 +95,23 @@ impl UdpSource {
         }
         let payload =
             (self.packet_size - UDP_HEADER_BYTES).min(self.remaining.min(u32::MAX as u64) as u32);
-        out.packets.push(Packet {
-            src: record.src,
-            dst: record.dst,
-            src_port,
-            dst_port,
-            proto: PROTO_UDP,
-            size: payload + UDP_HEADER_BYTES,
-            payload,
-            seq: self.next_seq,
-            flow,
-            remaining: self.remaining,
-            created: now,
-            ..Default::default()
-        });
+        out.packets.push(
+            PacketHeader {
+                src: record.src,
+                dst: record.dst,
+                src_port,
+                dst_port,
+                proto: PROTO_UDP,
+                size: payload + UDP_HEADER_BYTES,
+                payload,
+                seq: self.next_seq,
+                flow,
+                remaining: self.remaining,
+                created: now,
+                ..Default::default()
+            }
+            .into(),
+        );
         self.next_seq = self.next_seq.wrapping_add(1);
         if self.remaining != u64::MAX {
             self.remaining -= payload as u64;
