@@ -2,17 +2,20 @@
 
     cargo build --release -p isthmus-core --example leafspine_websearch
     python benches/hop_cost.py --flows ../shared/bench small medium large xl1024
-    python benches/hop_cost.py --flows ../shared/bench --spread --rounds 5
+    python benches/hop_cost.py --flows ../shared/bench --spread --rounds 5 \\
+        [--htsim PATH/bench_dctcp_ws]
 
 The first form runs each size in steps of simulated time (the example's `--phases`) and
 prints the cost per packet-hop of the steps grouped by how many packets were alive at
 their end, hop-weighted. Were the cost a function of the fabric, sizes would differ at
 equal live packets; were it one of the live state, a column would agree down the sizes.
 
-`--spread` runs small's and medium's flows on their own fabric and on xl1024's (the
-same flows, between hosts spread one per leaf group so every path crosses the big
-fabric's spines), alternating, and prints median cost per packet-hop: the fabric grows
-32x and 8x in ports while the live state stays that of the small run.
+`--spread` holds the traffic fixed and grows the fabric: small's and medium's flows run
+on their own fabric and on every bigger one up to xl1024's (the same flows, between
+hosts spread one per leaf group so every path crosses the bigger fabric's spines),
+alternating, and it prints the median cost per packet-hop on each: the ports grow up to
+38x while the live state stays that of the small run. With `--htsim` it runs htsim's
+driver on the same lists beside it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from versus_htsim import ENGINE, SHAPES  # noqa: E402
+from versus_htsim import ENGINE, SHAPES, htsim_command, parse_htsim  # noqa: E402
 
 # Upper edges of the live-packet groups.
 LIVE_EDGES = (1_000, 2_000, 4_000, 8_000, 12_000, 16_000, 20_000, 24_000, 32_000)
@@ -135,27 +138,60 @@ def by_size(args: argparse.Namespace) -> None:
         print(f"| {size} | {peak:,} | " + " | ".join(cells) + " |")
 
 
-def on_a_bigger_fabric(args: argparse.Namespace) -> None:
-    big = SHAPES["xl1024"]
+def fabrics_holding(size: str) -> list[str]:
+    """The benchmark's fabrics, from `size`'s own up, onto which its flows can spread."""
+    _, leaves, hosts = SHAPES[size]
+    return [f for f, (_, lv, hs) in SHAPES.items() if lv >= leaves and hs >= hosts]
+
+
+def htsim_ns_per_hop(htsim: Path, flows: Path, shape: tuple[int, int, int]) -> float:
+    done = subprocess.run(htsim_command(htsim, flows, shape), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{htsim} exited with {done.returncode}: {done.stderr[-500:]}")
+    run_s, hops = parse_htsim(done.stdout + done.stderr)
+    return run_s * 1e9 / hops
+
+
+def fixed_traffic(args: argparse.Namespace) -> None:
+    """Median ns per packet-hop of small's and medium's flows on each fabric that holds
+    them, the rounds alternating over the fabrics."""
+    who = "htsim / Isthmus" if args.htsim else "Isthmus"
     print(
-        "\nsame flows, bigger fabric: median ns per packet-hop over "
+        f"\nsame flows, growing fabric: median ns per packet-hop ({who}) over "
         f"{args.rounds} alternating rounds\n"
     )
-    print("| flows | on their own fabric | on xl1024's | ports, own / xl1024 |")
-    print("|---|---|---|---|")
+    print("| flows | " + " | ".join(f"on {f}'s" for f in SHAPES) + " | biggest ÷ own |")
+    print("|---|" + "---|" * (len(SHAPES) + 1))
     with tempfile.TemporaryDirectory() as tmp:
         for size in ("small", "medium"):
             own = flow_list(args, size)
-            moved = Path(tmp) / f"{size}-on-xl1024.csv"
-            moved.write_text(spread(own.read_text(), SHAPES[size], big))
-            here, there = [], []
+            lists = {}
+            for fabric in fabrics_holding(size):
+                lists[fabric] = Path(tmp) / f"{size}-on-{fabric}.csv"
+                lists[fabric].write_text(spread(own.read_text(), SHAPES[size], SHAPES[fabric]))
+            ours: dict[str, list[float]] = {f: [] for f in lists}
+            theirs: dict[str, list[float]] = {f: [] for f in lists}
             for _ in range(args.rounds):
-                here.append(ns_per_hop(run_engine(args.engine, own, SHAPES[size])))
-                there.append(ns_per_hop(run_engine(args.engine, moved, big)))
-            print(
-                f"| {size} | {statistics.median(here):.1f} | "
-                f"{statistics.median(there):.1f} | {ports(SHAPES[size]):,} / {ports(big):,} |"
-            )
+                for fabric, flows in lists.items():
+                    ours[fabric].append(ns_per_hop(run_engine(args.engine, flows, SHAPES[fabric])))
+                    if args.htsim:
+                        theirs[fabric].append(htsim_ns_per_hop(args.htsim, flows, SHAPES[fabric]))
+            ours_m = {f: statistics.median(v) for f, v in ours.items()}
+            theirs_m = {f: statistics.median(v) for f, v in theirs.items() if v}
+            cells = []
+            for fabric in SHAPES:
+                if fabric not in ours_m:
+                    cells.append("")
+                elif args.htsim:
+                    cells.append(f"{theirs_m[fabric]:.0f} / {ours_m[fabric]:.0f}")
+                else:
+                    cells.append(f"{ours_m[fabric]:.1f}")
+            growth = ours_m["xl1024"] / ours_m[size]
+            if args.htsim:
+                ratio = f"{theirs_m['xl1024'] / theirs_m[size]:.2f} / {growth:.2f}"
+            else:
+                ratio = f"{growth:.2f}"
+            print(f"| {size} | " + " | ".join(cells) + f" | {ratio} |")
 
 
 def ports(shape: tuple[int, int, int]) -> int:
@@ -179,8 +215,9 @@ def main() -> int:
     parser.add_argument(
         "--spread",
         action="store_true",
-        help="also run small's and medium's flows on xl1024's fabric",
+        help="also run small's and medium's flows on every fabric up to xl1024's",
     )
+    parser.add_argument("--htsim", type=Path, help="htsim's bench_dctcp_ws, for --spread")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of --spread")
     args = parser.parse_args()
     for size in args.sizes:
@@ -190,12 +227,16 @@ def main() -> int:
         parser.error(f"--engine {args.engine} does not exist (see this script's docstring)")
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.htsim and not args.htsim.is_file():
+        parser.error(f"--htsim {args.htsim} does not exist (see ../shared/bench/htsim)")
+    if args.htsim and not args.spread:
+        parser.error("--htsim runs with --spread")
     if not args.sizes and not args.spread:
         parser.error("name sizes, or --spread, or both")
     if args.sizes:
         by_size(args)
     if args.spread:
-        on_a_bigger_fabric(args)
+        fixed_traffic(args)
     return 0
 
 

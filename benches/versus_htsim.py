@@ -62,6 +62,14 @@ def parse_htsim(text: str) -> tuple[float, int]:
     return float(fields["run_s"]), int(fields["packet_hops"])
 
 
+def htsim_command(htsim: Path, flows: Path, shape: tuple[int, int, int]) -> list[str]:
+    """htsim's driver on `flows` over a leaf-spine fabric of `shape`, its flow records
+    discarded."""
+    spines, leaves, hosts = map(str, shape)
+    fabric = ["-S", spines, "-L", leaves, "-H", hosts]
+    return [str(htsim), "-flows", str(flows), *fabric, "-o", os.devnull]
+
+
 def run_measured(command: list[str], parse: Callable[[str], tuple[float, int]]) -> Run:
     """Runs `command` to completion, reading its peak resident memory (VmHWM) as it
     runs: the kernel's rusage of a child counts the peak of the process that forked it
@@ -134,12 +142,7 @@ def main() -> int:
                 parser.error(f"--flows: {flows} does not exist")
             shape = [str(n) for n in SHAPES[size]]
             ours = run_measured([str(args.engine), str(flows), *shape], parse_isthmus)
-            spines, leaves, hosts = shape
-            theirs = run_measured(
-                [str(args.htsim), "-flows", str(flows), "-S", spines, "-L", leaves]
-                + ["-H", hosts, "-o", os.devnull],
-                parse_htsim,
-            )
+            theirs = run_measured(htsim_command(args.htsim, flows, SHAPES[size]), parse_htsim)
             runs[size][0].append(ours)
             runs[size][1].append(theirs)
             print(

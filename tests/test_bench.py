@@ -119,6 +119,9 @@ def test_the_htsim_comparison_reads_both_simulators_and_compares_per_packet_hop(
         "time.sleep(0.3); print('packet-hops 1; wall 0.1 s')",
     ]
     assert vs.run_measured(big, vs.parse_isthmus).peak_mb >= 60
+    command = vs.htsim_command(Path("/x/bench"), Path("f.csv"), (8, 64, 16))
+    assert command[:3] == ["/x/bench", "-flows", "f.csv"]
+    assert command[3:9] == ["-S", "8", "-L", "64", "-H", "16"]
 
 
 def test_the_hop_cost_study_groups_steps_by_live_packets_and_spreads_flows_over_leaves():
@@ -148,3 +151,6 @@ def test_the_hop_cost_study_groups_steps_by_live_packets_and_spreads_flows_over_
     with pytest.raises(ValueError, match="smaller"):
         hc.spread(flows, (2, 2, 8), (2, 1, 16))
     assert hc.ports((2, 4, 8)) == 80 and hc.ports((8, 64, 16)) == 3_072
+    # small's flows fit every fabric; medium's (16 hosts a leaf) every one from its own up.
+    assert hc.fabrics_holding("small") == ["small", "medium", "large", "xl512", "xl1024"]
+    assert hc.fabrics_holding("medium") == ["medium", "large", "xl512", "xl1024"]
