@@ -104,12 +104,16 @@ def spread(flows_csv: str, shape: tuple[int, int, int], target: tuple[int, int, 
     return "\n".join(out) + "\n"
 
 
-def run_engine(engine: Path, flows: Path, shape: tuple[int, int, int], *extra: str) -> str:
-    command = [str(engine), str(flows), *map(str, shape), *extra]
+def run_output(command: list[str]) -> str:
+    """What `command` printed, stdout then stderr; raises if it failed."""
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"{engine} exited with {done.returncode}: {done.stderr[-500:]}")
-    return done.stdout
+        raise RuntimeError(f"{command[0]} exited with {done.returncode}: {done.stderr[-500:]}")
+    return done.stdout + done.stderr
+
+
+def run_engine(engine: Path, flows: Path, shape: tuple[int, int, int], *extra: str) -> str:
+    return run_output([str(engine), str(flows), *map(str, shape), *extra])
 
 
 def ns_per_hop(summary: str) -> float:
@@ -145,10 +149,7 @@ def fabrics_holding(size: str) -> list[str]:
 
 
 def htsim_ns_per_hop(htsim: Path, flows: Path, shape: tuple[int, int, int]) -> float:
-    done = subprocess.run(htsim_command(htsim, flows, shape), capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{htsim} exited with {done.returncode}: {done.stderr[-500:]}")
-    run_s, hops = parse_htsim(done.stdout + done.stderr)
+    run_s, hops = parse_htsim(run_output(htsim_command(htsim, flows, shape)))
     return run_s * 1e9 / hops
 
 
