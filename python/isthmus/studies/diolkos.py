@@ -276,6 +276,16 @@ def study_network(study: str, seed: int, seconds: float) -> tuple[Simulation, li
     return sim, list(app.switches or switches), switches
 
 
+def flow_failures(flows: dict[str, np.ndarray], chosen: np.ndarray) -> dict[str, int]:
+    """Among the `chosen` rows of a flow table: `failed_flows`, those that never
+    delivered a byte, and `unfinished_flows`, those that never finished. The table
+    marks an event that has not happened with -1 (0 is a time like any other)."""
+    return {
+        "failed_flows": int(np.sum(chosen & (flows["first_delivery_ps"] < 0))),
+        "unfinished_flows": int(np.sum(chosen & (flows["finish_ps"] < 0))),
+    }
+
+
 def paper_run(study: str, scheme: str, seed: int, gather_s: float, measure_s: float) -> dict:
     spec = STUDIES[study]
     end_s = gather_s + measure_s
@@ -315,8 +325,7 @@ def paper_run(study: str, scheme: str, seed: int, gather_s: float, measure_s: fl
         "flows": int(sim.num_flows),
         "per_port_mbytes": float(tx[on_switch].mean() / window / 1e6),
         "goodput_mbps": float(tx[on_switch & to_host].sum() * 8 / window / 1e6),
-        "failed_flows": int(np.sum(measured & (flows["first_delivery_ps"] == 0))),
-        "unfinished_flows": int(np.sum(measured & (flows["finish_ps"] == 0))),
+        **flow_failures(flows, measured),
         "drops": int((ports["drop_packets"] - ports_before["drop_packets"]).sum()),
         "loops": int(sim.node_drops()["ttl_drops"].sum()),
         "moves": int(sum(a.stats.moves for a in agents)),
