@@ -1,6 +1,7 @@
 """Host profiles: the datacenter default and Linux-like hosts (small-queue backpressure,
 Linux's timers), selectable per scenario and overridable field by field."""
 
+import numpy as np
 import pytest
 
 from isthmus import Link, Simulation, Topology, parse_scenario
@@ -29,6 +30,53 @@ def test_small_queues_keep_a_lone_flow_from_dropping_at_its_own_nic(rate):
     unbounded = TcpParams.for_profile("linux", small_queue_time=None)
     goodput_without, nic_drops_without, _ = lone_flow(unbounded, rate)
     assert nic_drops_without > 0 and goodput_without <= goodput
+
+
+def two_way(rate: str, hosts_per_leaf: int = 1) -> tuple[list[float], int, int]:
+    """Every host sends a long TCP flow to every host on the other leaf for 50 ms under
+    the `linux` profile, over a fabric fast enough that the host links are the
+    bottlenecks: (each host's outgoing payload as a fraction of line rate, drops at host
+    NICs, drops anywhere)."""
+    line = Link(rate).as_core()[0]
+    fabric = Link(f"{line * hosts_per_leaf}bps", "1us")
+    topo = Topology.leaf_spine(
+        1, 2, hosts_per_leaf, host_link=Link(rate, "1us"), fabric_link=fabric
+    )
+    sim = Simulation(topo, tcp=TcpParams.for_profile("linux"))
+    hosts = 2 * hosts_per_leaf
+    for src in range(hosts):
+        for dst in range(hosts):
+            if (src < hosts_per_leaf) != (dst < hosts_per_leaf):
+                sim.add_tcp_flow(src, dst, "1GB", transport="tcp")
+    sim.run("50ms")
+    flows, ports = sim.flows(), sim.ports()
+    sent = [
+        flows["bytes_delivered"][flows["src"] == h].sum() * 8 / 0.05 / line for h in range(hosts)
+    ]
+    nics = np.isin(ports["node"], sim.topology.nodes()["host_node"])
+    return sent, int(ports["drop_packets"][nics].sum()), int(ports["drop_packets"].sum())
+
+
+@pytest.mark.parametrize("rate", ["1Gbps", "10Gbps"])
+def test_a_linux_host_sending_and_receiving_at_once_never_drops_at_its_own_nic(rate):
+    # One flow each way on one path: each host's NIC carries its data and the ACKs of
+    # the reverse flow. Counting those ACKs against the reverse sender's small queue
+    # held each direction to 0.42 of the link, and the NICs dropped 444 packets each.
+    # The ceiling is 2 x 1448 B of payload per 2 x 1500 B data + one 52 B ACK: 0.949.
+    sent, nic_drops, drops = two_way(rate)
+    assert nic_drops == 0 and drops == 0
+    assert min(sent) >= 0.92, sent
+
+
+@pytest.mark.parametrize("rate", ["1Gbps", "10Gbps"])
+def test_a_full_linux_nic_holds_its_hosts_packets_instead_of_dropping_them(rate):
+    # Four hosts a side, four flows out of and into each: four small queues fill the
+    # 250-packet NIC, so its room, not each flow's limit, stops the senders.
+    sent, nic_drops, drops = two_way(rate, hosts_per_leaf=4)
+    assert nic_drops == 0, (sent, drops)
+    # The receivers' links are bottlenecks too (four senders each): losses there, and
+    # their recovery, cost a little.
+    assert np.mean(sent) >= 0.85, (sent, drops)
 
 
 def test_profiles_hold_their_documented_values_and_take_overrides():

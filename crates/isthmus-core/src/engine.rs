@@ -288,6 +288,9 @@ pub struct Engine {
     outbox: Outbox,
     /// A reusable list of packets a queue dropped or pushed out.
     scratch: Vec<PacketId>,
+    /// Packets a host holds because its NIC queue was full, by NIC port, in the order
+    /// they were sent (see `hold_at_nic`).
+    nic_backlog: std::collections::BTreeMap<PortId, std::collections::VecDeque<PacketId>>,
     // ---- the control plane's state (see control.rs) ----
     /// Events waiting for the control plane; recorded only while `control_attached`.
     pub(crate) control_events: Vec<(Time, ControlEvent)>,
@@ -422,6 +425,7 @@ impl Engine {
             flows: Vec::new(),
             outbox: Outbox::default(),
             scratch: Vec::new(),
+            nic_backlog: Default::default(),
             control_events: Vec::new(),
             control_attached: false,
             buffers: Slab::default(),
@@ -1082,20 +1086,91 @@ impl Engine {
         if self.config.bcn.is_some() {
             self.bcn_congestion_point(port_id, pkt);
         }
+        let packet = self.arena.get(pkt);
+        let (size, priority) = (packet.size, packet.priority);
+        let port = &mut self.ports[port_id as usize];
+        let class = port.queue.class_of(priority);
+        if port.host_nic && packet.held_when_nic_full && self.nic_is_full(port_id, class, size) {
+            self.hold_at_nic(port_id, pkt);
+            return;
+        }
+        self.enqueue_at(port_id, pkt, class);
+    }
+
+    /// Whether a packet of `size` bytes in `class` must wait for host NIC `port_id`:
+    /// the queue has no room for it, or packets the host holds already wait ahead of it.
+    #[cold]
+    fn nic_is_full(&self, port_id: PortId, class: u8, size: u32) -> bool {
+        let port = &self.ports[port_id as usize];
+        port.up
+            && (self.nic_backlog.contains_key(&port_id) || !port.queue.has_room(class, size))
+    }
+
+    /// The host keeps `pkt` until its NIC queue has room, as Linux does: the queue disc
+    /// refuses the segment, which stays unsent in its socket and goes when a packet
+    /// leaves the NIC. A refused data segment puts its sender into congestion window
+    /// reduction, as Linux's TCP does on a local drop (`tcp_enter_cwr`).
+    #[cold]
+    #[inline(never)]
+    fn hold_at_nic(&mut self, port_id: PortId, pkt: PacketId) {
+        let packet = self.arena.get_mut(pkt);
+        let flow = packet.flow;
+        let record = &mut self.flows[flow as usize].record;
+        if packet.src == record.src && !packet.nic_queued {
+            packet.nic_queued = true;
+            record.nic_queued_bytes += packet.size as u64;
+        }
+        if packet.payload > 0 && packet.src == record.src {
+            let token = crate::transport::tcp::NIC_REFUSED_TOKEN;
+            self.events
+                .push(self.now, EventKind::FlowTimer { flow, token });
+        }
+        self.nic_backlog.entry(port_id).or_default().push_back(pkt);
+    }
+
+    /// Hands the packets its host holds to NIC `port_id` while its queue has room (or
+    /// drops them, if its link went down).
+    #[cold]
+    #[inline(never)]
+    fn admit_held_at_nic(&mut self, port_id: PortId) {
+        let Some(mut held) = self.nic_backlog.remove(&port_id) else {
+            return;
+        };
+        while let Some(&pkt) = held.front() {
+            let packet = self.arena.get(pkt);
+            let port = &self.ports[port_id as usize];
+            let class = port.queue.class_of(packet.priority);
+            if port.up && !port.queue.has_room(class, packet.size) {
+                break;
+            }
+            held.pop_front();
+            self.enqueue_at(port_id, pkt, class);
+        }
+        if !held.is_empty() {
+            self.nic_backlog.insert(port_id, held);
+        }
+    }
+
+    /// Puts `pkt` in port `port_id`'s queue (class `class`), or straight on an idle link.
+    #[inline]
+    fn enqueue_at(&mut self, port_id: PortId, pkt: PacketId, class: u8) {
         let now = self.now;
         let packet = self.arena.get(pkt);
-        let (size, ect, flow, remaining, priority) = (
+        let (size, ect, flow, remaining, priority, nic_queued) = (
             packet.size,
             packet.ecn != ECN_NOT_ECT,
             packet.flow,
             packet.remaining,
             packet.priority,
+            packet.nic_queued,
         );
         let port = &mut self.ports[port_id as usize];
-        let class = port.queue.class_of(priority);
         let class_paused = class < 8 && port.paused & (1 << class) != 0;
         if port.up && port.queue.is_empty() && port.busy_until <= now && !class_paused {
             port.queue.note_passthrough(class, size);
+            if nic_queued {
+                self.nic_leave(pkt);
+            }
             self.transmit(port_id, pkt, size, now);
             return;
         }
@@ -1136,10 +1211,14 @@ impl Engine {
                 c.max_queue_packets = c.max_queue_packets.max(port.queue.len() as u64);
                 c.max_queue_bytes = c.max_queue_bytes.max(port.queue.bytes());
                 if port.host_nic {
+                    // Only the sender's own packets count against its small-queue
+                    // limit: the ACKs its receiver sends wait at the other host's NIC.
                     let packet = self.arena.get_mut(pkt);
-                    packet.nic_queued = true;
                     let record = &mut self.flows[packet.flow as usize].record;
-                    record.nic_queued_bytes += packet.size as u64;
+                    if packet.src == record.src && !packet.nic_queued {
+                        packet.nic_queued = true;
+                        record.nic_queued_bytes += packet.size as u64;
+                    }
                 }
                 let port = &mut self.ports[port_id as usize];
                 if was_empty || port.stalled {
@@ -1437,6 +1516,7 @@ impl Engine {
             dropped.extend(port.queue.drain().iter().map(|q| q.pkt));
             self.drop_all_from(port_id, &mut dropped);
             self.scratch = dropped;
+            self.admit_held_at_nic(port_id);
             return;
         }
         let next = port.queue.dequeue_unpaused(now, port.paused, &mut dropped);
@@ -1462,6 +1542,11 @@ impl Engine {
                 .push(port.busy_until, EventKind::PortFree { port: port_id });
         } else {
             port.queue.release_room();
+        }
+        // After the port's next wake-up is settled: a held packet joining an empty
+        // queue schedules its own.
+        if port.host_nic && !self.nic_backlog.is_empty() {
+            self.admit_held_at_nic(port_id);
         }
     }
 

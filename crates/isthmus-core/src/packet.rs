@@ -58,6 +58,9 @@ pub struct PacketHeader {
     /// Counted in its flow's bytes waiting at its source host's NIC (small-queue
     /// backpressure) until it leaves that queue.
     pub nic_queued: bool,
+    /// Its host holds it while its NIC queue is full, rather than dropping it (a Linux
+    /// host: a refused segment stays in its socket until the queue disc has room).
+    pub held_when_nic_full: bool,
     /// Sent under a BCN rate regulator (the regulator tag of IEEE 802.1 BCN): congestion
     /// points may then answer with positive feedback.
     pub rate_regulated: bool,

@@ -447,6 +447,22 @@ impl PortQueue {
         }
     }
 
+    /// Whether a packet of `size` bytes in `class` fits under the limit: per class for
+    /// the class schedulers, over the whole queue for FQ and PIFO (which would otherwise
+    /// push another packet out).
+    pub fn has_room(&self, class: u8, size: u32) -> bool {
+        let limit = self.config.limit;
+        match &self.state {
+            State::Classes { queues, .. } => {
+                let q = &queues[class as usize];
+                !exceeds(limit, q.fifo.len() as u64 + 1, q.bytes + size as u64)
+            }
+            State::Fq { .. } | State::Pifo { .. } => {
+                !exceeds(limit, self.packets + 1, self.bytes + size as u64)
+            }
+        }
+    }
+
     /// Packets waiting, in the discipline and the device.
     #[inline]
     pub fn len(&self) -> usize {

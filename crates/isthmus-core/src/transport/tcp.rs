@@ -48,6 +48,10 @@ const PACING_TIMER: u32 = 2;
 /// windows allow.
 const NIC_TIMER: u32 = 3;
 pub const NIC_DRAINED_TOKEN: u32 = NIC_TIMER;
+/// The engine's notice that the host's NIC queue refused one of this sender's segments
+/// (it waits in the host until the queue has room).
+const NIC_REFUSED: u32 = 4;
+pub const NIC_REFUSED_TOKEN: u32 = NIC_REFUSED;
 
 /// DCTCP parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -109,8 +113,11 @@ pub struct TcpConfig {
     /// Small-queue backpressure (Linux's TCP Small Queues): the sender hands its NIC
     /// no more while this many bytes of it wait there: the larger of two full packets
     /// and `small_queue_time` at its pacing rate (cwnd / srtt, times 2 in slow start
-    /// and 1.2 after, as Linux paces), at most `SMALL_QUEUE_CAP`. None: off (the NIC
-    /// takes whatever the window allows, and drops beyond its limit).
+    /// and 1.2 after, as Linux paces), at most `SMALL_QUEUE_CAP`. With it, the host also
+    /// holds the connection's packets that find its NIC queue full until it has room,
+    /// and a refused data segment reduces the window once (Linux's queue disc
+    /// backpressure). None: off (the NIC takes whatever the window allows, and drops
+    /// beyond its limit).
     pub small_queue_time: Option<Time>,
 }
 
@@ -435,6 +442,7 @@ impl TcpFlow {
                     self.send_more(io);
                 }
             }
+            NIC_REFUSED => self.on_local_congestion(),
             _ => {
                 if self
                     .delack_timer
@@ -491,6 +499,24 @@ impl TcpFlow {
         }
     }
 
+    /// Its NIC queue refused a segment. Linux's TCP takes that local drop as congestion
+    /// (`tcp_enter_cwr`): the window shrinks as its congestion control would on an ECN
+    /// echo, at most once per window of data, outside loss recovery.
+    fn on_local_congestion(&mut self) {
+        let may_reduce = self.cwr_end == 0 || self.snd_una > self.cwr_end;
+        if self.phase != Phase::Established || self.in_recovery || !may_reduce {
+            return;
+        }
+        let mss = self.cfg.mss as u64;
+        self.ssthresh = match self.cfg.dctcp {
+            Some(_) => ((self.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64).max(2 * mss),
+            None => self.reduced_ssthresh(self.snd_max - self.snd_una),
+        };
+        self.cwnd = self.cwnd.min(self.ssthresh);
+        self.ca_bytes = 0;
+        self.cwr_end = self.snd_nxt;
+    }
+
     /// Holds new data back, or releases it and sends what the window allows.
     pub fn set_held(&mut self, io: &mut Io, held: bool) {
         self.held = held;
@@ -542,6 +568,8 @@ impl TcpFlow {
     /// Sends `pkt` with `options` bytes of TCP options beyond the fixed ones.
     fn emit_with_options(&self, io: &mut Io, mut pkt: Packet, options: u32) {
         pkt.size = pkt.payload + self.header_bytes() + options;
+        // Small-queue backpressure is a Linux host's; so is its queue disc's.
+        pkt.held_when_nic_full = self.cfg.small_queue_time.is_some();
         if pkt.payload == 0 && self.cfg.ect_control && self.cfg.dctcp.is_some() {
             pkt.ecn = ECN_ECT0;
         }
