@@ -102,6 +102,31 @@ def test_wfq_and_drr_split_a_bottleneck_by_weight(scheduler):
     assert abs(got[1] / got[0] - 3) < 0.1, got
 
 
+@pytest.mark.parametrize("budgets", [["10ms", "0s"], ["0s", "10ms"]])
+def test_a_deadline_pifo_serves_the_class_with_the_smaller_budget_first(budgets):
+    # Two UDP flows, one per class, overload a 1 Gb/s bottleneck (2 x 0.9 Gb/s). The
+    # budgets differ by more than the 200-packet queue's 2.4 ms: every deadline of the
+    # urgent class comes before every waiting one of the other, which takes what is left
+    # of the link and overflows (a PIFO pushes out its worst deadline).
+    pifo = Pifo(kind="pifo", rank="deadline", budgets=budgets)
+    sim = Simulation(star(2), switch_queue="200pkts", scheduler=pifo)
+    for host in range(2):
+        flow = sim.add_udp_flow(host, 2, "900Mbps", stop="20ms", arrivals="poisson")
+        sim.set_priority(flow, host)
+    sim.run("30ms")
+    flows = sim.flows()
+    delay = flows["delay_sum_ps"] / flows["delay_packets"]
+    lost = 1 - flows["bytes_delivered"] / flows["bytes_sent"]
+    urgent = budgets.index("0s")
+    late = 1 - urgent
+    assert delay[urgent] < 0.2 * delay[late], delay
+    assert lost[urgent] < 0.01 and lost[late] > 0.05, lost
+    queues = sim.queues()
+    rows = bottleneck_row(sim, queues)
+    assert list(queues["class"][rows]) == [0, 1]
+    assert queues["buffer_drops"][rows][urgent] == 0 < queues["buffer_drops"][rows][late]
+
+
 def test_pifo_srpt_lowers_small_flow_fct_on_the_web_search_workload():
     means = {}
     for name, scheduler in (("fifo", None), ("srpt", Pifo(kind="pifo", rank="remaining_size"))):

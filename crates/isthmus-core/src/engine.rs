@@ -18,7 +18,7 @@ use crate::flowtable::{FlowAction, FlowTable, Forward, Group, Meter, Miss};
 use crate::packet::{
     Packet, PacketArena, PacketHeader, PacketId, PacketOptions, ECN_CE, ECN_NOT_ECT,
 };
-use crate::queue::{Admitted, PortQueue, QueueConfig, Queued};
+use crate::queue::{Admitted, PortQueue, QueueConfig, Queued, RankInputs};
 use crate::rng::mix64;
 use crate::rng::{Rng, Stream};
 use crate::routing::{choose, reduce, RouteTable, RoutingPolicy};
@@ -1102,8 +1102,7 @@ impl Engine {
     #[cold]
     fn nic_is_full(&self, port_id: PortId, class: u8, size: u32) -> bool {
         let port = &self.ports[port_id as usize];
-        port.up
-            && (self.nic_backlog.contains_key(&port_id) || !port.queue.has_room(class, size))
+        port.up && (self.nic_backlog.contains_key(&port_id) || !port.queue.has_room(class, size))
     }
 
     /// The host keeps `pkt` until its NIC queue has room, as Linux does: the queue disc
@@ -1156,14 +1155,17 @@ impl Engine {
     fn enqueue_at(&mut self, port_id: PortId, pkt: PacketId, class: u8) {
         let now = self.now;
         let packet = self.arena.get(pkt);
-        let (size, ect, flow, remaining, priority, nic_queued) = (
+        let (size, ect, flow, priority, nic_queued) = (
             packet.size,
             packet.ecn != ECN_NOT_ECT,
             packet.flow,
-            packet.remaining,
             packet.priority,
             packet.nic_queued,
         );
+        let rank = RankInputs {
+            remaining: packet.remaining,
+            created: packet.created,
+        };
         let port = &mut self.ports[port_id as usize];
         let class_paused = class < 8 && port.paused & (1 << class) != 0;
         if port.up && port.queue.is_empty() && port.busy_until <= now && !class_paused {
@@ -1194,7 +1196,7 @@ impl Engine {
         let mut evicted = std::mem::take(&mut self.scratch);
         match port.queue.enqueue(
             item,
-            remaining,
+            rank,
             delay,
             now,
             &mut port.rng,

@@ -14,7 +14,9 @@
 //!   deficit round robin with new flows first (FQ-CoDel's scheduler);
 //! - `Pifo`: one push-in first-out queue ordered by a rank function: arrival time
 //!   (FIFO), the flow's remaining bytes (SRPT, as pFabric), start-time fair queueing's
-//!   virtual start tag, or an earliest-deadline tag; a full PIFO evicts its worst rank.
+//!   virtual start tag, or an earliest-deadline tag (the packet's creation time plus its
+//!   class's delay budget: a deadline PIFO has a class per budget); a full PIFO evicts
+//!   its worst rank.
 //!
 //! A packet's class is its priority field, capped at the last class. The buffer holds
 //! packets waiting for the transmitter. With several classes (strict priority, DRR,
@@ -105,6 +107,10 @@ impl QueueConfig {
 
     pub fn classes(&self) -> usize {
         match &self.scheduler {
+            // A deadline PIFO's classes are its budgets: one heap, a budget per class.
+            SchedulerConfig::Pifo {
+                rank: Rank::Deadline { budgets },
+            } => budgets.len(),
             SchedulerConfig::Fifo | SchedulerConfig::Fq { .. } | SchedulerConfig::Pifo { .. } => 1,
             SchedulerConfig::StrictPriority { classes } => *classes as usize,
             SchedulerConfig::Drr { quanta } => quanta.len(),
@@ -150,6 +156,23 @@ impl QueueConfig {
                 Err("a deadline rank needs one delay budget per class".into())
             }
             _ => Ok(()),
+        }
+    }
+}
+
+/// What a PIFO ranks a packet by beyond its arrival: the flow's bytes still to send
+/// when the packet left its host (SRPT), and when its transport created it (deadlines).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RankInputs {
+    pub remaining: u64,
+    pub created: Time,
+}
+
+impl RankInputs {
+    pub fn remaining(remaining: u64) -> RankInputs {
+        RankInputs {
+            remaining,
+            created: 0,
         }
     }
 }
@@ -527,14 +550,14 @@ impl PortQueue {
     pub fn enqueue(
         &mut self,
         item: Queued,
-        rank_hint: u64,
+        rank: RankInputs,
         delay: Time,
         now: Time,
         rng: &mut Rng,
         evicted: &mut Vec<PacketId>,
         lossless: bool,
     ) -> Admitted {
-        let admitted = self.enqueue_discipline(item, rank_hint, delay, now, rng, evicted, lossless);
+        let admitted = self.enqueue_discipline(item, rank, delay, now, rng, evicted, lossless);
         if self.config.device_queue > 0 {
             self.refill_device(now, evicted);
         }
@@ -545,7 +568,7 @@ impl PortQueue {
     fn enqueue_discipline(
         &mut self,
         item: Queued,
-        rank_hint: u64,
+        rank: RankInputs,
         delay: Time,
         now: Time,
         rng: &mut Rng,
@@ -655,13 +678,14 @@ impl PortQueue {
                 virtual_time,
                 bytes,
             } => {
+                let inputs = rank;
                 let rank = match &self.config.scheduler {
                     SchedulerConfig::Pifo {
                         rank: Rank::Arrival,
                     } => now as f64,
                     SchedulerConfig::Pifo {
                         rank: Rank::RemainingSize,
-                    } => rank_hint as f64,
+                    } => inputs.remaining as f64,
                     SchedulerConfig::Pifo {
                         rank: Rank::StartTime,
                     } => {
@@ -674,7 +698,7 @@ impl PortQueue {
                         rank: Rank::Deadline { budgets },
                     } => {
                         let budget = budgets[(item.class as usize).min(budgets.len() - 1)];
-                        (item.enqueued + budget) as f64
+                        inputs.created.saturating_add(budget) as f64
                     }
                     _ => unreachable!(),
                 };
@@ -696,7 +720,7 @@ impl PortQueue {
                             self.packets -= 1;
                             self.bytes -= v.size as u64;
                             *bytes -= v.size as u64;
-                            self.counters[class].buffer_drops += 1;
+                            self.counters[v.class as usize].buffer_drops += 1;
                             evicted.push(v.pkt);
                         }
                         _ => {
@@ -1021,7 +1045,13 @@ impl PortQueue {
         for mut item in self.drain() {
             item.class = next.class_of(item.class);
             next.counters[item.class as usize].enqueued -= 1;
-            if next.enqueue(item, 0, 0, now, rng, dropped, false) == Admitted::Dropped {
+            // The waiting packets' rank inputs are not kept: a PIFO that is reconfigured
+            // ranks them as arrivals now, in the order they were served.
+            let rank = RankInputs {
+                remaining: 0,
+                created: now,
+            };
+            if next.enqueue(item, rank, 0, now, rng, dropped, false) == Admitted::Dropped {
                 dropped.push(item.pkt);
             }
         }
@@ -1036,7 +1066,17 @@ impl PortQueue {
                 .iter()
                 .map(|q| (q.fifo.len() as u64, q.bytes))
                 .collect(),
-            _ => vec![(self.packets, self.bytes)],
+            // A deadline PIFO has a class per budget in one heap.
+            State::Pifo { heap, .. } => {
+                let mut lengths = vec![(0, 0); self.counters.classes()];
+                for Reverse(waiting) in heap {
+                    let class = &mut lengths[waiting.item.class as usize];
+                    class.0 += 1;
+                    class.1 += waiting.item.size as u64;
+                }
+                lengths
+            }
+            State::Fq { .. } => vec![(self.packets, self.bytes)],
         }
     }
 
@@ -1083,7 +1123,7 @@ mod tests {
             for i in 0..200 {
                 let admitted = q.enqueue(
                     item(i, 1500, 0, 0, 0),
-                    0,
+                    RankInputs::remaining(0),
                     0,
                     0,
                     &mut rng(),
@@ -1118,7 +1158,7 @@ mod tests {
         for i in 0..30 {
             q.enqueue(
                 item(i, 1500, 0, (i % 3) as u8, 0),
-                0,
+                RankInputs::remaining(0),
                 0,
                 0,
                 &mut r,
@@ -1153,7 +1193,7 @@ mod tests {
         for i in 0..20 {
             q.enqueue(
                 item(i, 1500, 0, 0, 0),
-                0,
+                RankInputs::remaining(0),
                 0,
                 0,
                 &mut r,
@@ -1192,7 +1232,7 @@ mod tests {
             for c in 0..classes {
                 q.enqueue(
                     item(id, sizes[c as usize], c as u32, c, 0),
-                    0,
+                    RankInputs::remaining(0),
                     0,
                     0,
                     &mut r,
@@ -1255,7 +1295,7 @@ mod tests {
             for _ in 0..2_000_000 / s {
                 q.enqueue(
                     item(id, s, f as u32, 0, 0),
-                    0,
+                    RankInputs::remaining(0),
                     0,
                     0,
                     &mut r,
@@ -1294,7 +1334,7 @@ mod tests {
         for (pkt, remaining) in [(0, 5000u64), (1, 100), (2, 9000)] {
             q.enqueue(
                 item(pkt, 1500, pkt, 0, 0),
-                remaining,
+                RankInputs::remaining(remaining),
                 0,
                 0,
                 &mut r,
@@ -1306,7 +1346,7 @@ mod tests {
         assert_eq!(
             q.enqueue(
                 item(3, 1500, 3, 0, 0),
-                50,
+                RankInputs::remaining(50),
                 0,
                 0,
                 &mut r,
@@ -1319,7 +1359,7 @@ mod tests {
         assert_eq!(
             q.enqueue(
                 item(4, 1500, 4, 0, 0),
-                99_999,
+                RankInputs::remaining(99_999),
                 0,
                 0,
                 &mut r,
@@ -1336,6 +1376,54 @@ mod tests {
     }
 
     #[test]
+    fn a_deadline_pifo_serves_by_creation_time_plus_each_class_s_budget() {
+        let pifo = |budgets: Vec<Time>| {
+            PortQueue::new(QueueConfig {
+                limit: Limit::Packets(100),
+                scheduler: SchedulerConfig::Pifo {
+                    rank: Rank::Deadline { budgets },
+                },
+                aqm: AqmConfig::DropTail,
+                class_aqm: Vec::new(),
+                device_queue: 0,
+            })
+        };
+        // Packets 0-3 alternate classes 0 and 1, created 10 us apart, and reach this hop
+        // at once in the reverse order.
+        let served = |budgets: Vec<Time>| {
+            let mut q = pifo(budgets);
+            assert_eq!(q.class_of(1), 1, "each budget is a class");
+            for pkt in (0..4u32).rev() {
+                let class = q.class_of((pkt % 2) as u8);
+                let created = pkt as Time * 10_000_000;
+                let rank = RankInputs {
+                    remaining: 0,
+                    created,
+                };
+                let queued = item(pkt, 1500, pkt, class, 50_000_000);
+                q.enqueue(
+                    queued,
+                    rank,
+                    0,
+                    50_000_000,
+                    &mut rng(),
+                    &mut Vec::new(),
+                    false,
+                );
+            }
+            (0..4)
+                .map(|_| q.dequeue(50_000_000, &mut Vec::new()).unwrap().0.pkt.0)
+                .collect::<Vec<u32>>()
+        };
+        let ms = 1_000_000_000;
+        // Class 1 has the smaller budget: its packets go first, each class by creation.
+        assert_eq!(served(vec![ms, 0]), vec![1, 3, 0, 2]);
+        assert_eq!(served(vec![0, ms]), vec![0, 2, 1, 3]);
+        // Equal budgets: creation order, not the order of arrival at this hop.
+        assert_eq!(served(vec![0, 0]), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
     fn fq_makes_room_from_the_longest_flow() {
         let config = QueueConfig {
             limit: Limit::Packets(4),
@@ -1348,10 +1436,26 @@ mod tests {
         let mut r = rng();
         let mut evicted = Vec::new();
         for i in 0..4 {
-            q.enqueue(item(i, 1500, 7, 0, 0), 0, 0, 0, &mut r, &mut evicted, false);
+            q.enqueue(
+                item(i, 1500, 7, 0, 0),
+                RankInputs::remaining(0),
+                0,
+                0,
+                &mut r,
+                &mut evicted,
+                false,
+            );
         }
         assert_eq!(
-            q.enqueue(item(9, 1500, 8, 0, 0), 0, 0, 0, &mut r, &mut evicted, false),
+            q.enqueue(
+                item(9, 1500, 8, 0, 0),
+                RankInputs::remaining(0),
+                0,
+                0,
+                &mut r,
+                &mut evicted,
+                false
+            ),
             Admitted::Queued { marked: false }
         );
         assert_eq!(evicted, vec![PacketId(0)]);
@@ -1372,7 +1476,7 @@ mod tests {
         let mut r = rng();
         q.enqueue(
             item(0, 100, 0, 1, 0),
-            0,
+            RankInputs::remaining(0),
             0,
             0,
             &mut r,
@@ -1381,7 +1485,7 @@ mod tests {
         );
         q.enqueue(
             item(1, 100, 0, 0, 0),
-            0,
+            RankInputs::remaining(0),
             0,
             0,
             &mut r,
