@@ -7,12 +7,19 @@ The model of each is documented in the engine (`crates/isthmus-core/src/queue/`)
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
-from pydantic import Field, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
-from isthmus import defaults, units
+from isthmus import arguments, defaults, units
 from isthmus.fields import PositiveInt, QueueLimit, Size, Strict, Time
+
+# Traffic classes a port's scheduler may serve: the engine keeps per-class counters (and
+# deficits, finish times, AQMs) on every port, so a class costs memory on all of them.
+MAX_CLASSES = 64
+# Packets a device FIFO below a port's discipline may hold (ns-3's point-to-point: 100).
+MAX_DEVICE_QUEUE = 1_000_000
+DeviceQueue = Annotated[int, Field(ge=0, le=MAX_DEVICE_QUEUE)]
 
 
 class Fifo(Strict):
@@ -23,21 +30,21 @@ class StrictPriority(Strict):
     """One queue per class (the packet's priority field); class 0 is served first."""
 
     kind: Literal["strict_priority"]
-    classes: Annotated[int, Field(gt=0, le=64)]
+    classes: Annotated[int, Field(gt=0, le=MAX_CLASSES)]
 
 
 class Drr(Strict):
     """Deficit round robin: each class may send `quanta[c]` bytes per round."""
 
     kind: Literal["drr"]
-    quanta: list[Size]
+    quanta: Annotated[list[Size], Field(min_length=1, max_length=MAX_CLASSES)]
 
 
 class Wfq(Strict):
     """Weighted fair queueing (self-clocked): class c gets weights[c] / sum of shares."""
 
     kind: Literal["wfq"]
-    weights: list[PositiveInt]
+    weights: Annotated[list[PositiveInt], Field(min_length=1, max_length=MAX_CLASSES)]
 
 
 class Fq(Strict):
@@ -53,7 +60,7 @@ class Pifo(Strict):
 
     kind: Literal["pifo"]
     rank: Literal["arrival", "remaining_size", "start_time", "deadline"]
-    budgets: list[Time] = []
+    budgets: Annotated[list[Time], Field(max_length=MAX_CLASSES)] = []
 
     @model_validator(mode="after")
     def _budgets(self) -> Pifo:
@@ -186,15 +193,64 @@ def _aqm_core(a) -> dict:
     }
 
 
-def queue_config(limit: str, scheduler=None, aqm=None, device_queue: int = 0) -> dict:
+# Each union's models, read off its declaration, and its validator for dicts.
+_SCHEDULERS = (get_args(get_args(Scheduler)[0]), TypeAdapter(Scheduler))
+_AQMS = (get_args(get_args(Aqm)[0]), TypeAdapter(Aqm))
+
+
+def _model(value: object, union: tuple[tuple[type, ...], TypeAdapter], name: str) -> object:
+    """A scheduler or AQM: one of the union's models, or a dict of its fields (as a
+    scenario file writes it), checked into one."""
+    models, adapter = union
+    if isinstance(value, models):
+        return value
+    if not isinstance(value, dict):
+        kinds = ", ".join(model.__name__ for model in models)
+        raise ValueError(
+            f"{name} must be one of {kinds} (isthmus.queues) or a dict of its fields, got "
+            f"{arguments.shown(value)}"
+        )
+    return checked(adapter.validate_python, name, value)
+
+
+def checked(build, name: str, *args, **fields):
+    """`build(*args, **fields)` (a model), its validation errors as one ValueError line
+    naming `name` and each field."""
+    try:
+        return build(*args, **fields)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in problem['loc'])}: "
+            f"{problem['msg'].removeprefix('Value error, ')}"
+            for problem in e.errors()
+        )
+        raise ValueError(f"{name}: {problems}") from None
+
+
+def ramp_marker(kmin: str, kmax: str, pmax: float) -> dict:
+    """The engine's form of a ramp marker from kmin to kmax, reaching pmax (`Ramp`)."""
+    return _aqm_core(checked(Ramp, "marking", kind="ramp", kmin=kmin, kmax=kmax, pmax=pmax))
+
+
+def queue_config(
+    limit: str,
+    scheduler=None,
+    aqm=None,
+    device_queue: int = 0,
+    *,
+    names: tuple[str, str, str, str] = ("limit", "scheduler", "aqm", "device_queue"),
+) -> dict:
     """The engine's form of a port's queueing: a limit ("250pkts", "300KB"), a scheduler
     model (default FIFO), an AQM model (default drop-tail), and the packets a device FIFO
-    holds below them (ns-3's point-to-point keeps 100; default none)."""
-    if isinstance(device_queue, bool) or not isinstance(device_queue, int) or device_queue < 0:
-        raise ValueError(f"device_queue must be a number of packets >= 0, got {device_queue!r}")
+    holds below them (ns-3's point-to-point keeps 100; default none). `names` are the
+    caller's names for the four, for messages."""
+    limit_name, scheduler_name, aqm_name, device_name = names
+    device_queue = arguments.whole(
+        device_queue, device_name, 0, MAX_DEVICE_QUEUE, "packets of a device FIFO"
+    )
     return {
-        "limit": units.limit(limit),
-        "scheduler": _scheduler_core(scheduler or Fifo()),
-        "aqm": _aqm_core(aqm or DropTail()),
+        "limit": arguments.queue_limit(limit, limit_name),
+        "scheduler": _scheduler_core(_model(scheduler or Fifo(), _SCHEDULERS, scheduler_name)),
+        "aqm": _aqm_core(_model(aqm or DropTail(), _AQMS, aqm_name)),
         "device_queue": device_queue,
     }

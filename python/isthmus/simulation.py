@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
+from pydantic import Field, model_validator
 
-from isthmus import _core, defaults
+from isthmus import _core, arguments, defaults
+from isthmus.arguments import MAX_GROUP_ID, MAX_METER_ID, U8, U16, U32, whole
+from isthmus.fields import Strict
 from isthmus.link_traces import load_trace
-from isthmus.queues import Step, queue_config
+from isthmus.queues import Step, checked, queue_config
 from isthmus.topology import Topology
 from isthmus.transport import TRANSPORTS, TcpParams
-from isthmus.units import format_time, rate_bps, size_bytes, time_ps
+from isthmus.units import format_time
 
 if TYPE_CHECKING:
     from isthmus.control import ControlPlane
@@ -29,51 +32,126 @@ MAX_PACKET_BYTES = 65_535
 # Sampled time series stop here: samples x ports, each 5 columns of 8 bytes (800 MB).
 MAX_SAMPLE_CELLS = 20_000_000
 ARRIVALS = ("constant", "poisson")
+# Transports of one byte stream per flow (timed sources, message streams, incasts).
+STREAM_TRANSPORTS = ("tcp", "dctcp", "cubic")
+# A time no run reaches (about 106 days): what a source with no stop time stops at;
+# anything scheduled must come before it.
+FOREVER_PS = 2**63
+# Chunks of one run: each is a call into the engine and a progress report.
+MAX_CHUNKS = 1_000_000
 
 
 def _pfc(pfc: tuple | None) -> tuple[int, int, int, float | None] | None:
     if pfc is None:
         return None
-    if len(pfc) not in (3, 4):
+    if not isinstance(pfc, tuple | list) or len(pfc) not in (3, 4):
         raise ValueError(
             "pfc is (xoff, xon, lossless priorities) or (xoff, xon, lossless priorities, "
-            "free fraction), e.g. ('30KB', '15KB', [3], 0.125)"
+            f"free fraction), e.g. ('30KB', '15KB', [3], 0.125); got {arguments.shown(pfc)}"
         )
     xoff, xon, lossless = pfc[:3]
+    lossless = arguments.whole_list(lossless, "pfc's lossless priorities", 0, 7, min_length=1)
     free_fraction = pfc[3] if len(pfc) == 4 else None
-    if not lossless or any(not 0 <= p <= 7 for p in lossless):
-        raise ValueError("PFC needs a list of lossless priorities, each 0..7")
-    if free_fraction is not None and not (
-        isinstance(free_fraction, (int, float)) and not isinstance(free_fraction, bool)
-    ):
-        raise ValueError(f"PFC's free fraction must be a number in (0, 1], got {free_fraction!r}")
     return (
-        size_bytes(xoff),
-        size_bytes(xon),
+        arguments.size(xoff, "pfc's xoff"),
+        arguments.size(xon, "pfc's xon"),
         sum(1 << p for p in set(lossless)),
-        None if free_fraction is None else float(free_fraction),
+        None
+        if free_fraction is None
+        else arguments.number(free_fraction, "pfc's free fraction", low=0, low_open=True, high=1),
     )
 
 
-BCN_POINT_DEFAULTS = dict(defaults.ENGINE["bcn_point"])
+def _stream_transport(transport: object, whose: str) -> None:
+    if not isinstance(transport, str) or transport not in STREAM_TRANSPORTS:
+        raise ValueError(
+            f"{whose} transport must be tcp, dctcp or cubic, got {arguments.shown(transport)}"
+        )
+
+
+def _stop(stop: int | str | None) -> int:
+    """When a source stops: `stop`, or never."""
+    return FOREVER_PS if stop is None else arguments.duration(stop, "stop")
+
+
+def _packet_bytes(value: int | str, name: str) -> int:
+    """A packet's size: at least a byte, at most what IP carries."""
+    wire = arguments.size(value, name)
+    if wire > MAX_PACKET_BYTES:
+        raise ValueError(
+            f"{name} {wire} B is larger than an IP packet can be ({MAX_PACKET_BYTES} B)"
+        )
+    if wire == 0:
+        raise ValueError(f"{name} must be at least 1 byte")
+    return wire
+
+
+def _bcn_regulator(
+    fair_share: int | str,
+    ru: int | str,
+    gi: float,
+    gd: float,
+    min_pause: int | str,
+    max_pause: int | str,
+) -> tuple[int, int, float, float, int, int]:
+    """A BCN rate regulator's settings, checked, in the engine's order."""
+    shortest = arguments.duration(min_pause, "min_pause")
+    longest = arguments.duration(max_pause, "max_pause")
+    if shortest > longest:
+        raise ValueError(f"min_pause ({min_pause}) must not exceed max_pause ({max_pause})")
+    return (
+        arguments.rate(fair_share, "fair_share"),
+        arguments.rate(ru, "ru"),
+        arguments.number(gi, "gi", low=0, low_open=True),
+        arguments.number(gd, "gd", low=0, low_open=True),
+        shortest,
+        longest,
+    )
+
+
+class BcnPoints(Strict):
+    """BCN congestion points at every switch egress (IBCN's defaults): sampling
+    probability, equilibrium and severe-congestion queues (packets), derivative weight."""
+
+    pm: Annotated[float, Field(gt=0, le=1)] = defaults.number("bcn_point", "pm")
+    q_eq: Annotated[float, Field(ge=0, allow_inf_nan=False)] = defaults.number("bcn_point", "q_eq")
+    q_sc: Annotated[float, Field(gt=0, allow_inf_nan=False)] = defaults.number("bcn_point", "q_sc")
+    w: Annotated[float, Field(ge=0, allow_inf_nan=False)] = defaults.number("bcn_point", "w")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BcnPoints:
+        if self.q_sc <= self.q_eq:
+            raise ValueError(f"q_sc ({self.q_sc}) must exceed q_eq ({self.q_eq})")
+        return self
 
 
 def _bcn(bcn: dict | None) -> tuple[float, float, float, float] | None:
     if bcn is None:
         return None
-    unknown = set(bcn) - set(BCN_POINT_DEFAULTS)
+    if not isinstance(bcn, dict):
+        raise ValueError(
+            f"bcn must be a dict of any of {', '.join(BcnPoints.model_fields)}, got "
+            f"{arguments.shown(bcn)}"
+        )
+    unknown = sorted(set(bcn) - set(BcnPoints.model_fields))
     if unknown:
         raise ValueError(
-            f"unknown BCN field(s) {', '.join(sorted(unknown))}; use pm, q_eq, q_sc, w"
+            f"unknown BCN field(s) {', '.join(map(str, unknown))}; use "
+            f"{', '.join(BcnPoints.model_fields)}"
         )
-    merged = {**BCN_POINT_DEFAULTS, **bcn}
-    return (float(merged["pm"]), float(merged["q_eq"]), float(merged["q_sc"]), float(merged["w"]))
+    points = checked(BcnPoints.model_validate, "bcn", bcn)
+    return (points.pm, points.q_eq, points.q_sc, points.w)
 
 
 def _whole(values: object, name: str, dtype: type, below: int | None = None) -> np.ndarray:
     """An array of whole numbers for the engine, refused (not wrapped or truncated) if
     any is negative, fractional or out of range."""
-    array = np.asarray(values)
+    try:
+        array = np.asarray(values)
+    except (ValueError, TypeError):
+        raise ValueError(f"{name} must be a list or array of whole numbers") from None
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be a flat list or 1-d array, got {array.ndim} dimensions")
     if array.dtype == bool or not (
         np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
     ):
@@ -91,6 +169,63 @@ def _whole(values: object, name: str, dtype: type, below: int | None = None) -> 
             what = f"must be a host number 0..{top}" if below is not None else "is out of range"
             raise ValueError(f"{name}[{i}] = {array.flat[i]} {what}")
     return np.ascontiguousarray(array, dtype=dtype)
+
+
+def instant(time: int, name: str) -> int:
+    """A time at which something is to happen, refused past the end of simulated time."""
+    if time >= FOREVER_PS:
+        raise ValueError(
+            f"{name}: that lands at {time} ps, past the end of simulated time "
+            f"({FOREVER_PS} ps, about 106 days)"
+        )
+    return time
+
+
+def _within(high: int, what: str) -> Callable[[object, str], int]:
+    """A check of a whole number 0..high that stands for `what`."""
+    return lambda value, name: whole(value, name, 0, high, what)
+
+
+def _timeout(value: object, name: str) -> int:
+    return instant(arguments.duration(value, name), name)
+
+
+# What an entry's action may say, each field with its check (the engine's widths).
+ENTRY_ACTION: dict[str, Callable[[object, str], object]] = {
+    "output": _within(U16, "a local port"),
+    "group": _within(MAX_GROUP_ID, "a group id"),
+    "drop": arguments.flag,
+    "controller": arguments.flag,
+    "flood": arguments.flag,
+    "set_priority": _within(U8, "a traffic class"),
+    "meter": _within(MAX_METER_ID, "a meter id"),
+}
+
+# Every field of an entry: its match, its action and its timeouts.
+ENTRY_FIELDS: dict[str, Callable[[object, str], object]] = {
+    "in_port": _within(U16, "a local port"),
+    "src": _within(U32, "a host address"),
+    "dst": _within(U32, "a host address"),
+    "proto": _within(U8, "an IP protocol number"),
+    "src_port": _within(U16, "a transport port"),
+    "dst_port": _within(U16, "a transport port"),
+    "flow": _within(U32, "a flow id"),
+    **ENTRY_ACTION,
+    "idle_timeout": _timeout,
+    "hard_timeout": _timeout,
+}
+
+
+def entry_fields(
+    given: dict[str, object], allowed: dict[str, Callable[[object, str], object]]
+) -> dict[str, object]:
+    """`given` checked field by field (None: not given)."""
+    unknown = set(given) - set(allowed)
+    if unknown:
+        raise ValueError(
+            f"unknown entry field(s) {', '.join(sorted(unknown))}; use {', '.join(allowed)}"
+        )
+    return {key: allowed[key](value, key) for key, value in given.items() if value is not None}
 
 
 class Simulation:
@@ -139,9 +274,15 @@ class Simulation:
         ttl: int = 64,
         device_queue: int = 0,
     ):
-        if routing not in ROUTING_POLICIES:
+        if not isinstance(topology, Topology):
             raise ValueError(
-                f"unknown routing {routing!r}; choose one of {', '.join(ROUTING_POLICIES)}"
+                "topology must be a Topology (e.g. Topology.leaf_spine(2, 4, 8)), got "
+                f"{arguments.shown(topology)}"
+            )
+        if not isinstance(routing, str) or routing not in ROUTING_POLICIES:
+            raise ValueError(
+                f"unknown routing {arguments.shown(routing)}; choose one of "
+                f"{', '.join(ROUTING_POLICIES)}"
             )
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
             raise ValueError(f"seed must be an integer in 0..2^64-1, got {seed!r}")
@@ -151,14 +292,20 @@ class Simulation:
             )
         self.topology = topology
         self.seed = seed
-        self.sample_interval = time_ps(sample_interval) if sample_interval is not None else None
+        self.sample_interval = None
+        if sample_interval is not None:
+            self.sample_interval = arguments.duration(sample_interval, "sample_interval")
+            if self.sample_interval == 0:
+                raise ValueError("sample_interval must be longer than 0 ps (None: no samples)")
         # Every link has a port at each end; fixed for the simulation's life.
         self._num_ports = 2 * len(topology.links()["a"])
         # The congestion points' settings, if BCN is on (None: off).
         self.bcn_points = _bcn(bcn)
         # The control plane a scenario attached (`[control]`), run by Scenario.execute.
         self.control_plane: ControlPlane | None = None
-        self.tcp = TcpParams.model_validate(tcp or {})
+        if tcp is not None and not isinstance(tcp, TcpParams | dict):
+            raise ValueError(f"tcp must be a TcpParams or a dict of its fields, got {tcp!r}")
+        self.tcp = checked(TcpParams.model_validate, "tcp", tcp or {})
         self._tcp_core = self.tcp.as_core()
         if device_queue and pfc is not None:
             raise ValueError(
@@ -166,15 +313,36 @@ class Simulation:
             )
         if aqm is not None and ecn_threshold is not None:
             raise ValueError("give ecn_threshold (a step marker) or aqm, not both")
-        marker = Step(kind="step", k=ecn_threshold) if ecn_threshold is not None else None
+        marker = None
+        if ecn_threshold is not None:
+            marker = checked(Step, "ecn_threshold", kind="step", k=ecn_threshold)
+        buffer = None
+        if shared_buffer is not None:
+            buffer = (
+                arguments.size(shared_buffer, "shared_buffer"),
+                arguments.number(buffer_alpha, "buffer_alpha", low=0, low_open=True),
+            )
+        device = "device_queue"
         self._engine = _core.Engine(
             topology._core,
             seed,
-            queue_config(host_queue, host_scheduler, marker, device_queue),
-            queue_config(switch_queue, scheduler, aqm or marker, device_queue),
+            queue_config(
+                host_queue,
+                host_scheduler,
+                marker,
+                device_queue,
+                names=("host_queue", "host_scheduler", "ecn_threshold", device),
+            ),
+            queue_config(
+                switch_queue,
+                scheduler,
+                aqm or marker,
+                device_queue,
+                names=("switch_queue", "scheduler", "aqm" if aqm else "ecn_threshold", device),
+            ),
             routing,
-            time_ps(sample_interval) if sample_interval is not None else None,
-            (size_bytes(shared_buffer), buffer_alpha) if shared_buffer is not None else None,
+            self.sample_interval,
+            buffer,
             _pfc(pfc),
             self.bcn_points,
             ttl,
@@ -197,27 +365,21 @@ class Simulation:
         """A UDP flow of `rate` from host `src` to host `dst`, sending from `start` until
         `size` payload bytes are sent or `stop` comes, whichever is first. Returns its id."""
         src, dst = self._host(src, "src"), self._host(dst, "dst")
-        if arrivals not in ARRIVALS:
-            raise ValueError(f"arrivals must be one of {', '.join(ARRIVALS)}, got {arrivals!r}")
+        arguments.text(arrivals, "arrivals", ARRIVALS)
         if size is None and stop is None:
             raise ValueError("a UDP flow needs a size, a stop time, or both")
-        payload = size_bytes(size) if size is not None else 0
+        payload = arguments.size(size, "size") if size is not None else 0
         if size is not None and payload == 0:
             raise ValueError("size must be at least 1 byte; leave it out to send until stop")
-        wire = size_bytes(packet_size)
-        if wire > MAX_PACKET_BYTES:
-            raise ValueError(
-                f"packet_size {wire} B is larger than an IP packet can be ({MAX_PACKET_BYTES} B)"
-            )
         return self._engine.add_udp_flow(
             src,
             dst,
-            rate_bps(rate),
-            wire,
+            arguments.rate(rate, "rate"),
+            _packet_bytes(packet_size, "packet_size"),
             arrivals,
             payload,
-            time_ps(start),
-            time_ps(stop) if stop is not None else 2**63,
+            arguments.duration(start, "start"),
+            _stop(stop),
         )
 
     def add_tcp_flow(
@@ -234,8 +396,8 @@ class Simulation:
         ids = self.add_tcp_flows(
             np.array([self._host(src, "src")]),
             np.array([self._host(dst, "dst")]),
-            np.array([size_bytes(size)]),
-            np.array([time_ps(start)]),
+            np.array([arguments.size(size, "size")], dtype=np.uint64),
+            np.array([arguments.duration(start, "start")], dtype=np.uint64),
             transport=transport,
         )
         return int(ids[0])
@@ -251,8 +413,7 @@ class Simulation:
     ) -> np.ndarray:
         """Many TCP flows at once from equal-length arrays (sizes in bytes, starts in
         ps). Returns their ids."""
-        if transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+        arguments.text(transport, "transport", TRANSPORTS)
         hosts = self.topology.num_hosts
         arrays = (
             _whole(src, "src", np.uint32, below=hosts),
@@ -280,17 +441,14 @@ class Simulation:
         """An iperf-like source: TCP or DCTCP sending as fast as it can for `duration`
         in `write_size` writes (iperf's default: 10 s of 128 KiB), finishing when its last
         write arrives; its size is known once its time is up. Returns its id."""
-        if transport not in ("tcp", "dctcp", "cubic"):
-            raise ValueError(
-                f"a bulk flow's transport must be tcp, dctcp or cubic, got {transport!r}"
-            )
+        _stream_transport(transport, "a bulk flow's")
         src, dst = self._host(src, "src"), self._host(dst, "dst")
         return self._engine.add_timed_tcp_flow(
             src,
             dst,
-            time_ps(start),
-            time_ps(duration),
-            size_bytes(write_size),
+            arguments.duration(start, "start"),
+            arguments.duration(duration, "duration"),
+            arguments.size(write_size, "write_size"),
             self._tcp_core,
             transport,
         )
@@ -315,11 +473,11 @@ class Simulation:
         first = self._engine.add_dcqcn_flows(
             np.array([src], dtype=np.uint32),
             np.array([dst], dtype=np.uint32),
-            np.array([size_bytes(size)], dtype=np.uint64),
-            np.array([time_ps(start)], dtype=np.uint64),
+            np.array([arguments.size(size, "size")], dtype=np.uint64),
+            np.array([arguments.duration(start, "start")], dtype=np.uint64),
             line_rate,
-            g,
-            size_bytes(mtu),
+            arguments.number(g, "g", low=0, low_open=True, high=1),
+            _packet_bytes(mtu, "mtu"),
         )
         return int(first)
 
@@ -340,16 +498,20 @@ class Simulation:
         must be one rate). Returns the job's id; `incast_rounds()` has every round."""
         from isthmus.metrics import access_rates
 
-        rates = {int(access_rates(self)[s]) for s in senders if 0 <= s < self.topology.num_hosts}
+        receiver = self._host(receiver, "receiver")
+        last = self.topology.num_hosts - 1
+        senders = arguments.whole_list(senders, "senders", 0, last, "a host", min_length=1)
+        arguments.text(transport, "transport", (*STREAM_TRANSPORTS, "dcqcn"))
+        rates = {int(access_rates(self)[s]) for s in senders}
         if transport == "dcqcn" and len(rates) > 1:
             raise ValueError("dcqcn incast senders must share one access-link rate")
         return self._engine.add_incast_rounds(
             receiver,
-            list(senders),
-            size_bytes(size),
-            rounds,
-            time_ps(gap),
-            time_ps(start),
+            senders,
+            arguments.size(size, "size"),
+            whole(rounds, "rounds", 1, U32),
+            arguments.duration(gap, "gap"),
+            arguments.duration(start, "start"),
             transport,
             self._tcp_core,
             max(rates, default=1),
@@ -387,26 +549,31 @@ class Simulation:
             raise ValueError("a BCN flow needs a size, a stop time, or both")
         src, dst = self._host(src, "src"), self._host(dst, "dst")
         line_rate = int(access_rates(self)[src])
-        cap = rate_bps(offered_load) if offered_load is not None else line_rate
+        cap = (
+            arguments.rate(offered_load, "offered_load") if offered_load is not None else line_rate
+        )
         if cap > line_rate:
             raise ValueError(
                 f"offered_load ({offered_load}) exceeds the source's line rate ({line_rate} bps)"
             )
+        share, ru_bps, gi, gd, shortest, longest = _bcn_regulator(
+            fair_share, ru, gi, gd, min_pause, max_pause
+        )
         return self._engine.add_bcn_flow(
             src,
             dst,
             line_rate,
-            rate_bps(fair_share),
-            size_bytes(size) if size is not None else 0,
-            time_ps(start),
-            time_ps(stop) if stop is not None else 2**63,
-            rate_bps(ru),
+            share,
+            arguments.size(size, "size") if size is not None else 0,
+            arguments.duration(start, "start"),
+            _stop(stop),
+            ru_bps,
             gi,
             gd,
-            size_bytes(packet_size),
+            _packet_bytes(packet_size, "packet_size"),
             cap,
-            time_ps(min_pause),
-            time_ps(max_pause),
+            shortest,
+            longest,
         )
 
     def add_message_flow(
@@ -426,13 +593,10 @@ class Simulation:
         after `stop`; the connection closes after the last one and keeps its congestion
         window from message to message. `messages()` has each one's completion.
         Returns the flow's id."""
-        if transport not in ("tcp", "dctcp", "cubic"):
-            raise ValueError(
-                f"a message flow's transport must be tcp, dctcp or cubic, got {transport!r}"
-            )
+        _stream_transport(transport, "a message flow's")
         src, dst = self._host(src, "src"), self._host(dst, "dst")
-        sizes_arr = _whole(np.asarray(sizes), "sizes", np.uint64)
-        thinks_arr = _whole(np.asarray(thinks), "thinks", np.uint64)
+        sizes_arr = _whole(sizes, "sizes", np.uint64)
+        thinks_arr = _whole(thinks, "thinks", np.uint64)
         if len(sizes_arr) != len(thinks_arr):
             raise ValueError(
                 f"sizes and thinks need one entry per message: {len(sizes_arr)} sizes, "
@@ -443,8 +607,8 @@ class Simulation:
             dst,
             sizes_arr.tolist(),
             thinks_arr.tolist(),
-            time_ps(start),
-            time_ps(stop) if stop is not None else 2**63,
+            arguments.duration(start, "start"),
+            _stop(stop),
             self._tcp_core,
             transport,
         )
@@ -472,18 +636,12 @@ class Simulation:
         simulation's BCN congestion points (`bcn=`)."""
         from isthmus.metrics import access_rates
 
-        if not 0 <= flow < self.num_flows:
-            raise ValueError(f"flow {flow} does not exist; there are {self.num_flows} flows")
+        flow = self._flow(flow)
         src = int(self.flows()["src"][flow])
         self._engine.regulate_with_bcn(
             flow,
             int(access_rates(self)[src]),
-            rate_bps(fair_share),
-            rate_bps(ru),
-            gi,
-            gd,
-            time_ps(min_pause),
-            time_ps(max_pause),
+            *_bcn_regulator(fair_share, ru, gi, gd, min_pause, max_pause),
         )
 
     def bcn(self) -> dict[str, np.ndarray]:
@@ -493,9 +651,8 @@ class Simulation:
     def set_priority(self, flow: int, priority: int) -> None:
         """Puts every later packet of `flow` in traffic class `priority` (0 is served
         first by strict priority; classes index DRR quanta and WFQ weights)."""
-        if not 0 <= priority <= 255:
-            raise ValueError(f"priority must be 0..255, got {priority}")
-        self._engine.set_flow_priority(flow, priority)
+        priority = whole(priority, "priority", 0, U8, "a traffic class")
+        self._engine.set_flow_priority(self._flow(flow), priority)
 
     def set_link_trace(
         self, a: int | str, b: int | str, trace: str | None, base: Path = Path(".")
@@ -503,7 +660,11 @@ class Simulation:
         """Makes the direction a -> b of the link between nodes `a` and `b` follow a
         recorded capacity trace (see `isthmus.link_traces`); None restores its rate."""
         link = self.link_index(a, b)
-        millis = None if trace is None else load_trace(trace, base)
+        if trace is not None:
+            arguments.text(trace, "trace")
+        if not isinstance(base, str | Path):
+            raise ValueError(f"base must be a folder's path, got {arguments.shown(base)}")
+        millis = None if trace is None else load_trace(trace, Path(base))
         self._engine.set_link_trace(link, self.node_index(a), millis)
 
     def link_index(self, a: int | str, b: int | str) -> int:
@@ -525,15 +686,23 @@ class Simulation:
     def set_link_up(self, link: int, up: bool) -> None:
         """Takes topology link `link` (an index into `topology.links()`) down or up;
         a down link loses what is sent onto it."""
-        self._engine.set_link_up(link, up)
+        last = len(self.topology.links()["a"]) - 1
+        link = whole(link, "link", 0, last, "an index into topology.links()")
+        self._engine.set_link_up(link, arguments.flag(up, "up"))
 
     def base_rtt(self, src: int, dst: int, data_bytes: int = 1500, ack_bytes: int = 40) -> int:
         """Unloaded round trip (ps) between two hosts: a data packet out, an ACK back."""
-        return self._engine.base_rtt(src, dst, data_bytes, ack_bytes)
+        return self._engine.base_rtt(
+            self._host(src, "src"),
+            self._host(dst, "dst"),
+            whole(data_bytes, "data_bytes", 1, MAX_PACKET_BYTES, "bytes of a packet"),
+            whole(ack_bytes, "ack_bytes", 1, MAX_PACKET_BYTES, "bytes of a packet"),
+        )
 
     def check_run(self, end: int) -> None:
         """Refuses a run to `end` that goes back in time or would record more sampled
         time series than `MAX_SAMPLE_CELLS` (saying how many it would)."""
+        end = whole(end, "until", 0, FOREVER_PS - 1, "a time in ps")
         if end < self.now:
             raise ValueError(f"until ({end} ps) is before the current time ({self.now} ps)")
         if self.sample_interval is None:
@@ -552,33 +721,53 @@ class Simulation:
         its id. Match fields: in_port, src, dst, proto, src_port, dst_port, flow; one
         action: output=<port>, group=<id>, drop=True, controller=True, or none to fall
         through to default routing. Control programs use `isthmus.control` instead."""
-        return self._engine.add_entry(0, self.node_index(switch), priority, **match_and_action)
+        node = self.node_index(switch, "switch")
+        priority = whole(priority, "priority", 0, U16, "an entry's priority")
+        fields = entry_fields(match_and_action, ENTRY_FIELDS)
+        return self._engine.add_entry(0, node, priority, **fields)
+
+    def _flow(self, flow: object) -> int:
+        """A flow id argument, checked: an int naming an existing flow."""
+        flow = whole(flow, "flow", 0, U32, "a flow id")
+        if flow >= self.num_flows:
+            raise ValueError(f"flow {flow} does not exist; there are {self.num_flows} flows")
+        return flow
 
     def _host(self, host: object, name: str) -> int:
         """A host number argument, checked: an int naming an existing host."""
         hosts = self.topology.num_hosts
         if isinstance(host, bool) or not isinstance(host, int | np.integer):
-            raise ValueError(f"{name} must be a host number (an integer), got {host!r}")
+            raise ValueError(
+                f"{name} must be a host number (an integer), got {arguments.shown(host)}"
+            )
         if not 0 <= host < hosts:
             raise ValueError(
                 f"{name} host {host} does not exist; hosts are numbered 0..{hosts - 1}"
             )
         return int(host)
 
-    def node_index(self, node: int | str) -> int:
+    def node_index(self, node: int | str, name: str = "node") -> int:
+        """The index of `node` (a name or a node number); `name` is the argument it came
+        as, for messages."""
         if isinstance(node, bool) or not isinstance(node, int | str | np.integer):
-            raise ValueError(f"a node is a name or a node number, got {node!r}")
+            raise ValueError(
+                f"{name}: a node is a name or a node number, got {arguments.shown(node)}"
+            )
         if isinstance(node, int | np.integer):
             node = int(node)
             if not 0 <= node < self.topology.num_nodes:
                 last = self.topology.num_nodes - 1
-                raise ValueError(f"node {node} does not exist; nodes are numbered 0..{last}")
+                raise ValueError(
+                    f"{name}: node {node} does not exist; nodes are numbered 0..{last}"
+                )
             return node
         names = self.topology.nodes()["name"]
         try:
             return names.index(node)
         except ValueError:
-            raise ValueError(f"no node named {node!r} in the topology") from None
+            raise ValueError(
+                f"{name}: no node named {arguments.shown(node)} in the topology"
+            ) from None
 
     # ---- running -----------------------------------------------------------------
 
@@ -597,11 +786,8 @@ class Simulation:
         """Advances the clock to `until`, in `chunks` equal steps of simulated time,
         calling `on_progress(now)` after each. With `stop_when_flows_finish`, stops early
         once every flow has finished. Returns whether every flow has finished."""
-        end = time_ps(until)
+        end = self._checked_run(until, stop_when_flows_finish, chunks, on_progress)
         begin = self.now
-        self.check_run(end)
-        if chunks < 1:
-            raise ValueError(f"chunks must be at least 1, got {chunks}")
         for i in range(1, chunks + 1):
             target = begin + (end - begin) * i // chunks
             all_finished = stop_when_flows_finish and self._engine.run_until_flows_finish(target)
@@ -612,6 +798,23 @@ class Simulation:
             if all_finished:
                 break
         return self._engine.unfinished_flows == 0
+
+    def _checked_run(
+        self,
+        until: int | str,
+        stop_when_flows_finish: bool,
+        chunks: int,
+        on_progress: Callable[[int], None] | None,
+    ) -> int:
+        """The end of a run `run` (or a control plane's) was asked for, every argument
+        checked before anything runs."""
+        end = arguments.duration(until, "until")
+        arguments.flag(stop_when_flows_finish, "stop_when_flows_finish")
+        whole(chunks, "chunks", 1, MAX_CHUNKS, "steps of the run")
+        if on_progress is not None:
+            arguments.callable_argument(on_progress, "on_progress")
+        self.check_run(end)
+        return end
 
     # ---- results -----------------------------------------------------------------
 
@@ -679,7 +882,7 @@ class Simulation:
     def tcp_window(self, flow: int) -> dict:
         """A TCP flow's congestion window now: `cwnd_bytes`, and for a CUBIC flow
         `w_max` (segments), `k_s` and `epoch_ps` (None before its first epoch)."""
-        window = self._engine.tcp_window(flow)
+        window = self._engine.tcp_window(whole(flow, "flow", 0, U32, "a flow id"))
         if window is None:
             raise ValueError(f"flow {flow} is not a TCP flow (or does not exist)")
         cwnd, cubic = window
@@ -706,8 +909,10 @@ class Simulation:
     ) -> None:
         """Replaces a switch port's (or every port's) queueing now; waiting packets are
         kept (re-queued in service order if the scheduler, limit or device changes)."""
+        node = self.node_index(switch, "switch")
+        port = arguments.optional_whole(port, "port", 0, U16, "a local port")
         config = queue_config(limit, scheduler, aqm, device_queue)
-        self._engine.configure_queue(0, self.node_index(switch), config, port)
+        self._engine.configure_queue(0, node, config, port)
 
     def ports(self, node: int | str | None = None) -> dict[str, np.ndarray]:
         """Per-port columns: one row per egress port, with its node, peer and counters;
@@ -716,9 +921,9 @@ class Simulation:
 
     def port_queue_config(self, node: int | str, port: int) -> dict:
         """The queueing (limit, scheduler, AQM) of local port `port` of `node`."""
-        if isinstance(port, bool) or not isinstance(port, int) or port < 0:
-            raise ValueError(f"port must be a non-negative integer, got {port!r}")
-        return self._engine.queue_config(self._engine.global_port(self.node_index(node), port))
+        index = self.node_index(node)
+        port = whole(port, "port", 0, U16, "a local port")
+        return self._engine.queue_config(self._engine.global_port(index, port))
 
     def entries(self) -> dict[str, np.ndarray]:
         """Every installed flow entry: switch, entry, priority, packets, bytes,

@@ -20,12 +20,15 @@ same programs, timers and entries.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
+from isthmus import arguments
+from isthmus.arguments import MAX_GROUP_ID, MAX_METER_ID, U8, U16, U32, whole
 from isthmus.control.events import (
     EntryRemoved,
     FlowArrival,
@@ -38,11 +41,11 @@ from isthmus.control.events import (
 from isthmus.control.loop_free import hops_via_ports, node_host_distances
 from isthmus.control.paths import Paths
 from isthmus.control.portmap import PortMap
-from isthmus.queues import queue_config
-from isthmus.simulation import Simulation
+from isthmus.queues import queue_config, ramp_marker
+from isthmus.simulation import ENTRY_ACTION, ENTRY_FIELDS, Simulation, entry_fields, instant
 from isthmus.topology import Topology
-from isthmus.units import limit as units_limit
-from isthmus.units import rate_bps, size_bytes, time_ps
+
+MISS_POLICIES = ("route", "controller", "drop")
 
 
 class _Clock:
@@ -77,19 +80,26 @@ class _Program:
         self, period: int | str, callback: Callable[[], Any], first: int | str | None = None
     ) -> int:
         """Calls `callback()` every `period` from `first` (default: one period from now)."""
-        period_ps = time_ps(period)
+        period_ps = arguments.duration(period, "period")
         if period_ps <= 0:
-            raise ValueError(f"a timer's period must be positive, got {period!r}")
-        start = self.now + period_ps if first is None else time_ps(first)
+            raise ValueError(f"period: a timer's period must be positive, got {period!r}")
+        arguments.callable_argument(callback, "callback")
+        if first is None:
+            start = instant(self.now + period_ps, "period")
+        else:
+            start = instant(arguments.duration(first, "first"), "first")
         return self._clock.timer(start, period_ps, callback)
 
     def after(self, delay: int | str, callback: Callable[[], Any]) -> int:
         """Calls `callback()` once, `delay` from now."""
-        return self._clock.timer(self.now + time_ps(delay), None, callback)
+        arguments.callable_argument(callback, "callback")
+        return self._clock.timer(
+            instant(self.now + arguments.duration(delay, "delay"), "delay"), None, callback
+        )
 
     def cancel(self, timer: int) -> None:
         """Stops a timer (a one-shot timer that already fired: nothing happens)."""
-        self._clock.cancel(timer)
+        self._clock.cancel(whole(timer, "timer", 0, U32, "a timer id"))
 
     def on_start(self) -> None:
         """Called once, at the first run after the program was added."""
@@ -167,78 +177,88 @@ class Controller(_Program):
         src_port, dst_port, flow. Action: output=port, group=id, drop=True,
         controller=True, flood=True, or none for default routing; optional set_priority, meter,
         idle_timeout, hard_timeout (durations)."""
-        return self._plane._install(self._plane.ports.node(switch), priority, extra_delay, kwargs)
+        plane = self._plane
+        return plane._install(plane._switch(switch), priority, extra_delay, kwargs)
 
     def delete(self, switch: int | str, entry: int, *, extra_delay: int | str = 0) -> None:
-        self._plane._engine_call("delete_entry", extra_delay, self._plane.ports.node(switch), entry)
+        plane = self._plane
+        plane._delete(plane._switch(switch), entry, extra_delay)
 
     def modify(self, switch: int | str, entry: int, **action) -> None:
         """Replaces an entry's action (output, group, drop, controller, flood, or none
         for default routing; set_priority, meter), keeping its match and counters."""
-        self._plane._engine_call("modify_entry", 0, self._plane.ports.node(switch), entry, **action)
+        plane = self._plane
+        node = plane._switch(switch)
+        entry = whole(entry, "entry", 0, U32, "an entry id")
+        plane._engine_call("modify_entry", 0, node, entry, **entry_fields(action, ENTRY_ACTION))
 
     def select_group(
         self, switch: int | str, group: int, ports: list[int], weights: list[int] | None = None
     ) -> None:
-        """Group `group` hashes flows over `ports`, in proportion to `weights`."""
-        weights = weights if weights is not None else [1] * len(ports)
-        self._plane._engine_call(
-            "set_select_group", 0, self._plane.ports.node(switch), group, ports, weights
-        )
+        """Group `group` (0..MAX_GROUP_ID) hashes flows over `ports`, in proportion to
+        `weights` (default: equal)."""
+        self._plane._select_group(self._plane._switch(switch), group, ports, weights)
 
     def failover_group(self, switch: int | str, group: int, ports: list[int]) -> None:
-        """Group `group` sends out of the first of `ports` whose link is up."""
-        self._plane._engine_call(
-            "set_failover_group", 0, self._plane.ports.node(switch), group, ports
-        )
+        """Group `group` (0..MAX_GROUP_ID) sends out of the first of `ports` whose link
+        is up."""
+        plane = self._plane
+        node = plane._switch(switch)
+        group = whole(group, "group", 0, MAX_GROUP_ID, "a group id")
+        plane._engine_call("set_failover_group", 0, node, group, _ports(ports, "ports"))
 
     def meter(
         self, switch: int | str, meter: int, rate: int | str, burst: int | str = "15KB"
     ) -> None:
-        self._plane._engine_call(
-            "set_meter", 0, self._plane.ports.node(switch), meter, rate_bps(rate), size_bytes(burst)
-        )
+        """Meter `meter` (0..MAX_METER_ID) polices to `rate` with a `burst` bucket."""
+        plane = self._plane
+        node = plane._switch(switch)
+        meter = whole(meter, "meter", 0, MAX_METER_ID, "a meter id")
+        bps, burst_bytes = arguments.rate(rate, "rate"), arguments.size(burst, "burst")
+        plane._engine_call("set_meter", 0, node, meter, bps, burst_bytes)
 
     def packet_out(self, buffer: int, port: int | None = None) -> None:
         """Sends a packet-in's packet out of `port`, or back through the flow table."""
-        self._plane._claim(buffer)
-        self._plane._engine_call("packet_out", 0, buffer, port)
+        self._plane._packet_out(buffer, port)
 
     def flood(self, buffer: int) -> None:
         """Sends a packet-in's packet out of every flood port of its switch but the one
         it came in on."""
-        self._plane._claim(buffer)
-        self._plane._engine_call("flood_out", 0, buffer)
+        self._plane._release_buffer("flood_out", buffer)
 
     def set_flood_ports(self, switch: int | str, ports: list[int]) -> None:
         """Restricts where `switch` floods (to a spanning tree's ports, say)."""
-        self._plane._engine_call("set_flood_ports", 0, self._plane.ports.node(switch), ports)
+        plane = self._plane
+        node = plane._switch(switch)
+        plane._engine_call("set_flood_ports", 0, node, _ports(ports, "ports", min_length=0))
 
     def drop(self, buffer: int) -> None:
-        self._plane._claim(buffer)
-        self._plane._engine_call("drop_buffer", 0, buffer)
+        self._plane._release_buffer("drop_buffer", buffer)
 
     def hold(self, flow: int) -> None:
         """Stops a flow's sender from sending new data."""
-        self._plane._engine_call("hold", 0, flow)
+        self._plane._engine_call("hold", 0, _flow(flow))
 
     def release(self, flow: int) -> None:
-        self._plane._engine_call("release", 0, flow)
+        self._plane._engine_call("release", 0, _flow(flow))
 
     def pace(self, flow: int, rate: int | str | None) -> None:
         """Spaces a flow's packets at `rate` (None: unpaced)."""
-        self._plane._engine_call("pace", 0, flow, None if rate is None else rate_bps(rate))
+        bps = None if rate is None else arguments.rate(rate, "rate")
+        self._plane._engine_call("pace", 0, _flow(flow), bps)
 
     def pace_subflow(self, flow: int, subflow: int, rate: int | str | None) -> None:
         """Spaces new segments of MPTCP connection `flow`'s subflow `subflow` at `rate`;
         a rate of 0 gives the subflow no new data, None lets its window decide."""
-        bps = None if rate is None else 0 if rate == 0 else rate_bps(rate)
-        self._plane._engine_call("pace_subflow", 0, flow, subflow, bps)
+        subflow = whole(subflow, "subflow", 0, U8, "a subflow of an MPTCP connection")
+        bps = None if rate is None else 0 if rate == 0 else arguments.rate(rate, "rate")
+        self._plane._engine_call("pace_subflow", 0, _flow(flow), subflow, bps)
 
     def set_bcn_queue(self, switch: int | str, port: int, queue: float | None) -> None:
         """Feeds the BCN congestion point of a switch port one queue value (packets) in
         place of the measured queue; None measures again."""
-        self.set_bcn_predictions({(switch, port): None if queue is None else [queue]})
+        values = None if queue is None else [_queue_value(queue, "queue")]
+        self.set_bcn_predictions({(switch, port): values})
 
     def set_bcn_predictions(
         self, predictions: dict[tuple[int | str, int], list[float] | None]
@@ -247,23 +267,46 @@ class Controller(_Program):
         (packets), all in one command: the class most of them fall in decides each
         point's feedback and their mean replaces the queue in e (IBCN); None measures
         again."""
-        node = self._plane.ports.node
-        points = [
-            (node(switch), port, None if values is None else [float(v) for v in values])
-            for (switch, port), values in predictions.items()
-        ]
-        self._plane._engine_call("set_bcn_predictions", 0, points)
+        plane = self._plane
+        if not isinstance(predictions, dict):
+            raise ValueError(
+                "predictions must be a dict {(switch, port): [queue values] or None}, "
+                f"got {arguments.shown(predictions)}"
+            )
+        points = []
+        for key, values in predictions.items():
+            if not isinstance(key, tuple) or len(key) != 2:
+                raise ValueError(
+                    f"predictions: each key is a (switch, port) pair, got {arguments.shown(key)}"
+                )
+            node = plane._switch(key[0], "predictions' switch")
+            port = plane._port(node, key[1], "predictions' port")
+            if values is not None:
+                if isinstance(values, str | bytes) or not hasattr(values, "__iter__"):
+                    raise ValueError(
+                        f"predictions[{key!r}] must be a list of queue values (packets) or "
+                        f"None, got {arguments.shown(values)}"
+                    )
+                values = [
+                    _queue_value(v, f"predictions[{key!r}][{i}]") for i, v in enumerate(values)
+                ]
+            points.append((node, port, values))
+        plane._engine_call("set_bcn_predictions", 0, points)
 
     def set_link(self, link: int, up: bool) -> None:
-        self._plane._engine_call("set_link", 0, link, up)
+        link = whole(link, "link", 0, U32, "a link index of topology.links()")
+        self._plane._engine_call("set_link", 0, link, arguments.flag(up, "up"))
 
     def configure_queue(
         self, switch: int | str, *, limit: str, scheduler=None, aqm=None, port: int | None = None
     ) -> None:
         """Replaces the queueing (limit, `isthmus.queues` scheduler and AQM) of one port
         or every port of a switch."""
+        plane = self._plane
+        node = plane._switch(switch)
+        port = None if port is None else plane._port(node, port)
         config = queue_config(limit, scheduler, aqm)
-        self._plane._engine_call("configure_queue", 0, self._plane.ports.node(switch), config, port)
+        plane._engine_call("configure_queue", 0, node, config, port)
 
     def set_ecn_threshold(
         self,
@@ -275,7 +318,7 @@ class Controller(_Program):
         """Makes the port's (or every port's) AQM DCTCP's step marker at `threshold`
         ("65pkts", "100KB"), or drop-tail with None; with `traffic_class`, that class's
         queue only. Scheduler and limit stay."""
-        node = self._plane.ports.node(switch)
+        node = self._plane._switch(switch)
         self._plane._set_marking(node, port, traffic_class, threshold, threshold, 1.0)
 
     # ---- paths -------------------------------------------------------------------------
@@ -293,7 +336,9 @@ class Controller(_Program):
         """Entries steering `flow`'s packets from the path's first host along it (only
         those from `src_port` or to `dst_port` if given: one MPTCP subflow, or its
         ACKs on the way back); returns (switch, entry) pairs in path order."""
-        src = self._plane.ports.host_node.index(self._plane.ports.node(path[0]))
+        ports = self._plane.ports
+        hops = ports.path_ports(path)
+        src = ports.host_node.index(ports.node(path[0], "path[0]"))
         match = {"flow": flow, "src": src}
         if src_port is not None:
             match["src_port"] = src_port
@@ -301,7 +346,7 @@ class Controller(_Program):
             match["dst_port"] = dst_port
         return [
             (switch, self._plane._install(switch, priority, extra_delay, {**match, "output": port}))
-            for switch, port in self._plane.ports.path_ports(path)
+            for switch, port in hops
         ]
 
     def migrate(
@@ -321,11 +366,25 @@ class Controller(_Program):
         new packet takes the old path; the rest of the old path goes once the packets
         already on it have left it (the engine waits out the path's worst-case transit
         and checks its queues for the flow). Returns the new entries."""
+        if isinstance(old, str | bytes) or not hasattr(old, "__iter__"):
+            raise ValueError(
+                "old must be the flow's (switch, entry) pairs from install_path, got "
+                f"{arguments.shown(old)}"
+            )
+        old = list(old)
         if not old:
-            raise ValueError("migrate needs the flow's old entries (from install_path)")
+            raise ValueError("old: migrate needs the flow's old entries (from install_path)")
+        retired = []
+        for i, pair in enumerate(old):
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise ValueError(
+                    f"old[{i}] must be a (switch, entry) pair, got {arguments.shown(pair)}"
+                )
+            node = self._plane._switch(pair[0], f"old[{i}]'s switch")
+            retired.append((node, whole(pair[1], f"old[{i}]'s entry", 0, U32, "an entry id")))
         new = self.install_path(flow, new_path, priority, src_port=src_port, dst_port=dst_port)
         rtt = 2 * self._plane.latency
-        self._plane._engine_call("retire_path", rtt, flow, [(int(s), int(e)) for s, e in old])
+        self._plane._engine_call("retire_path", rtt, _flow(flow), retired)
         return new
 
     # ---- statistics --------------------------------------------------------------------
@@ -422,22 +481,24 @@ class SwitchHandle:
         return entry
 
     def delete(self, entry: int) -> None:
+        entry = whole(entry, "entry", 0, U32, "an entry id")
         # Its own entries it knows without reading the table (an install still on its
         # way is applied before this delete: commands keep their order).
         if entry not in self.__installed and entry not in self.entries()["entry"]:
             raise ValueError(f"entry {entry} is not on switch '{self.name}'")
-        self.__plane._engine_call("delete_entry", 0, self.__switch, entry)
+        self.__plane._delete(self.__switch, entry, 0)
 
     def select_group(self, group: int, ports: list[int], weights: list[int] | None = None) -> None:
-        weights = weights if weights is not None else [1] * len(ports)
-        self.__plane._engine_call("set_select_group", 0, self.__switch, group, ports, weights)
+        """As `Controller.select_group`, on this switch only."""
+        self.__plane._select_group(self.__switch, group, ports, weights)
 
     def packet_out(self, event: PacketIn, port: int | None = None) -> None:
         """Releases a packet this switch sent up."""
+        if not isinstance(event, PacketIn):
+            raise ValueError(f"event must be a PacketIn, got {arguments.shown(event)}")
         if event.switch != self.__switch:
             raise ValueError(f"that packet-in came from another switch, not '{self.name}'")
-        self.__plane._claim(event.buffer)
-        self.__plane._engine_call("packet_out", 0, event.buffer, port)
+        self.__plane._packet_out(event.buffer, port)
 
     def set_ecn(
         self,
@@ -456,6 +517,8 @@ class SwitchHandle:
     def ecn(self, port: int, traffic_class: int = 0) -> dict:
         """The AQM class `traffic_class`'s queue on local port `port` runs (kind, and
         kmin / kmax / pmax for a marker)."""
+        port = self.__plane._port(self.__switch, port)
+        traffic_class = whole(traffic_class, "traffic_class", 0, U8, "a traffic class")
         config = self.__plane.sim.port_queue_config(self.__switch, port)
         per_class = config.get("class_aqm", [])
         if traffic_class < len(per_class) and per_class[traffic_class] is not None:
@@ -512,11 +575,15 @@ class ControlPlane:
         control_latency: int | str = 0,
         agent_latency: int | str = "10us",
     ):
+        if not isinstance(sim, Simulation):
+            raise ValueError(f"sim must be a Simulation, got {arguments.shown(sim)}")
         self.sim = sim
-        self.latency = time_ps(control_latency)
-        self.agent_latency = time_ps(agent_latency)
-        if self.latency < 0 or self.agent_latency < 0:
-            raise ValueError("control_latency and agent_latency must not be negative")
+        self.latency = instant(
+            arguments.duration(control_latency, "control_latency"), "control_latency"
+        )
+        self.agent_latency = instant(
+            arguments.duration(agent_latency, "agent_latency"), "agent_latency"
+        )
         self.ports = PortMap(sim)
         self.paths = Paths(self.ports)
         self.controllers: list[Controller] = []
@@ -530,7 +597,7 @@ class ControlPlane:
 
     def add(self, controller: Controller) -> Controller:
         if not isinstance(controller, Controller):
-            raise TypeError(f"add() takes a Controller, got {type(controller).__name__}")
+            raise ValueError(f"controller must be a Controller, got {arguments.shown(controller)}")
         controller._plane = self
         controller._clock = _Clock(self)
         self.controllers.append(controller)
@@ -541,11 +608,19 @@ class ControlPlane:
         self, agent_type: type[SwitchAgent], switches: list[int | str] | None = None, **kwargs
     ) -> list[SwitchAgent]:
         """One `agent_type(handle, **kwargs)` per switch (default: every switch)."""
-        chosen = (
-            [self.ports.node(s) for s in switches]
-            if switches is not None
-            else [i for i, kind in enumerate(self.ports.kinds) if kind == "switch"]
-        )
+        if not (isinstance(agent_type, type) and issubclass(agent_type, SwitchAgent)):
+            raise ValueError(
+                f"agent_type must be a SwitchAgent subclass, got {arguments.shown(agent_type)}"
+            )
+        if switches is None:
+            chosen = [i for i, kind in enumerate(self.ports.kinds) if kind == "switch"]
+        elif isinstance(switches, str | bytes) or not hasattr(switches, "__iter__"):
+            raise ValueError(
+                "switches must be a list of switch names or numbers, got "
+                f"{arguments.shown(switches)}"
+            )
+        else:
+            chosen = [self.ports.node(s, f"switches[{i}]") for i, s in enumerate(switches)]
         made = []
         for switch in chosen:
             if self.ports.kinds[switch] != "switch":
@@ -576,7 +651,8 @@ class ControlPlane:
 
     def set_miss(self, switch: int | str, miss: str) -> None:
         """What `switch` does on a table miss: "route", "controller" or "drop"."""
-        self.sim._engine.set_miss(self.ports.node(switch), miss)
+        node = self._switch(switch)
+        self.sim._engine.set_miss(node, arguments.text(miss, "miss", MISS_POLICIES))
 
     # ---- running -----------------------------------------------------------------------
 
@@ -592,11 +668,8 @@ class ControlPlane:
         equal steps of simulated time with `on_progress(now)` after each; returns whether
         every flow has finished. Programs added since the last run start first."""
         engine = self.sim._engine
-        end = time_ps(until)
+        end = self.sim._checked_run(until, stop_when_flows_finish, chunks, on_progress)
         begin = self.sim.now
-        self.sim.check_run(end)
-        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
-            raise ValueError(f"chunks must be a positive integer, got {chunks!r}")
         engine.attach_control(True)
         try:
             starting, self._unstarted = self._unstarted, []
@@ -669,20 +742,61 @@ class ControlPlane:
         return len(self._timers)
 
     def _engine_call(self, method: str, extra_delay: int | str, *args, **kwargs) -> None:
-        getattr(self.sim._engine, method)(self.latency + time_ps(extra_delay), *args, **kwargs)
+        getattr(self.sim._engine, method)(self._delay(extra_delay), *args, **kwargs)
 
-    def _install(self, switch: int, priority: int, extra_delay: int | str, kwargs: dict) -> int:
-        for key in ("idle_timeout", "hard_timeout"):
-            if kwargs.get(key) is not None:
-                kwargs[key] = time_ps(kwargs[key])
-        unknown = set(kwargs) - _ENTRY_FIELDS
-        if unknown:
+    def _delay(self, extra_delay: int | str) -> int:
+        """The control latency plus `extra_delay`, refused if it would land a command
+        past the end of simulated time."""
+        delay = self.latency + arguments.duration(extra_delay, "extra_delay")
+        instant(self.sim.now + delay, "extra_delay")
+        return delay
+
+    def _switch(self, switch: int | str, name: str = "switch") -> int:
+        """The node index of switch `switch` (a name or a node number)."""
+        node = self.ports.node(switch, name)
+        if self.ports.kinds[node] != "switch":
+            raise ValueError(f"{name}: '{self.ports.names[node]}' is a host, not a switch")
+        return node
+
+    def _port(self, node: int, port: object, name: str = "port") -> int:
+        """A local port of `node`, checked against the ports it has."""
+        last = len(self.ports.neighbours[node]) - 1
+        return whole(port, name, 0, last, f"a port of '{self.ports.names[node]}'")
+
+    def _install(self, switch: int, priority: int, extra_delay: int | str, fields: dict) -> int:
+        priority = whole(priority, "priority", 0, U16, "an entry's priority")
+        checked = entry_fields(fields, ENTRY_FIELDS)
+        return self.sim._engine.add_entry(self._delay(extra_delay), switch, priority, **checked)
+
+    def _delete(self, switch: int, entry: int, extra_delay: int | str) -> None:
+        entry = whole(entry, "entry", 0, U32, "an entry id")
+        self._engine_call("delete_entry", extra_delay, switch, entry)
+
+    def _select_group(
+        self, switch: int, group: int, ports: list[int], weights: list[int] | None
+    ) -> None:
+        group = whole(group, "group", 0, MAX_GROUP_ID, "a group id")
+        ports = _ports(ports, "ports")
+        if weights is None:
+            weights = [1] * len(ports)
+        weights = arguments.whole_list(weights, "weights", 0, U32, "a weight")
+        if len(weights) != len(ports):
             raise ValueError(
-                f"unknown entry field(s) {', '.join(sorted(unknown))}; "
-                f"use {', '.join(sorted(_ENTRY_FIELDS))}"
+                f"weights: give one weight per port ({len(ports)} ports, {len(weights)} weights)"
             )
-        delay = self.latency + time_ps(extra_delay)
-        return self.sim._engine.add_entry(delay, switch, priority, **kwargs)
+        self._engine_call("set_select_group", 0, switch, group, ports, weights)
+
+    def _packet_out(self, buffer: int, port: int | None) -> None:
+        buffer = _buffer(buffer)
+        port = arguments.optional_whole(port, "port", 0, U16, "a local port")
+        self._claim(buffer)
+        self._engine_call("packet_out", 0, buffer, port)
+
+    def _release_buffer(self, method: str, buffer: int) -> None:
+        """Floods or drops a packet-in's packet (`method`: flood_out or drop_buffer)."""
+        buffer = _buffer(buffer)
+        self._claim(buffer)
+        self._engine_call(method, 0, buffer)
 
     def _set_marking(
         self,
@@ -693,37 +807,41 @@ class ControlPlane:
         kmax: str | None,
         pmax: float,
     ) -> None:
-        current = self.sim.port_queue_config(node, port if port is not None else 0)
-        aqm: dict = {"kind": "drop_tail"}
-        if kmin is not None:
-            if not 0.0 < pmax <= 1.0:
-                raise ValueError(f"pmax must be in (0, 1], got {pmax}")
-            aqm = {
-                "kind": "ramp",
-                "kmin": units_limit(kmin),
-                "kmax": units_limit(kmax if kmax is not None else kmin),
-                "pmax": float(pmax),
-            }
-        if traffic_class is None:
-            config = {**current, "aqm": aqm, "class_aqm": []}
-        else:
+        """Sets the marking of one port of `node` or, with `port` None, of each of its
+        ports, each keeping its own scheduler, limit and device queue (the engine
+        replaces a port's whole configuration, so each port's own is read and written
+        back with only the marking changed)."""
+        aqm = {"kind": "drop_tail"} if kmin is None else ramp_marker(kmin, kmax or kmin, pmax)
+        if traffic_class is not None:
+            traffic_class = whole(traffic_class, "traffic_class", 0, U8, "a traffic class")
+        ports = (
+            range(len(self.ports.neighbours[node])) if port is None else [self._port(node, port)]
+        )
+        configs = []
+        for local in ports:
+            current = self.sim.port_queue_config(node, local)
+            if traffic_class is None:
+                configs.append((local, {**current, "aqm": aqm, "class_aqm": []}))
+                continue
             classes = current["classes"]
-            if not 0 <= traffic_class < classes:
+            if traffic_class >= classes:
                 raise ValueError(
-                    f"traffic_class {traffic_class} does not exist on this port (its "
-                    f"scheduler has classes 0..{classes - 1})"
+                    f"traffic_class {traffic_class} does not exist on port {local} of "
+                    f"'{self.ports.names[node]}' (its scheduler has classes 0..{classes - 1})"
                 )
             per_class = list(current.get("class_aqm", []))
             per_class += [None] * (traffic_class + 1 - len(per_class))
             per_class[traffic_class] = aqm
-            config = {**current, "class_aqm": per_class}
-        self._engine_call("configure_queue", 0, node, config, port)
+            configs.append((local, {**current, "class_aqm": per_class}))
+        # Every port is checked before any command goes out.
+        for local, config in configs:
+            self._engine_call("configure_queue", 0, node, config, local)
 
     def _claim(self, buffer: int) -> None:
         self._claimed.add(buffer)
 
     def _send(self, sender: str, to: str, message: Any) -> None:
-        target = self.ports.node(to)
+        target = self.ports.node(to, "to")
         if target not in self.agents:
             raise ValueError(f"no agent runs on '{to}'")
         agent = self.agents[target]
@@ -732,20 +850,27 @@ class ControlPlane:
         )
 
 
-_ENTRY_FIELDS = {
-    "in_port",
-    "src",
-    "dst",
-    "proto",
-    "src_port",
-    "dst_port",
-    "flow",
-    "output",
-    "group",
-    "drop",
-    "controller",
-    "set_priority",
-    "meter",
-    "idle_timeout",
-    "hard_timeout",
-}
+def _ports(ports: object, name: str, min_length: int = 1) -> list[int]:
+    return arguments.whole_list(ports, name, 0, U16, "a local port", min_length=min_length)
+
+
+def _flow(flow: object) -> int:
+    return whole(flow, "flow", 0, U32, "a flow id")
+
+
+def _buffer(buffer: object) -> int:
+    return whole(buffer, "buffer", 0, U32, "a packet-in's buffer")
+
+
+def _queue_value(value: object, name: str) -> float:
+    """A queue size in packets, as BCN predictions give them."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float | np.integer | np.floating)
+        or not (math.isfinite(value) and value >= 0)
+    ):
+        raise ValueError(
+            f"{name}: predicted BCN queues must be finite, non-negative numbers of packets, "
+            f"got {arguments.shown(value)}"
+        )
+    return float(value)

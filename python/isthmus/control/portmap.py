@@ -3,6 +3,9 @@ programs see the topology."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from isthmus.arguments import shown
 from isthmus.simulation import Simulation
 
 
@@ -22,16 +25,20 @@ class PortMap:
             self.neighbours[a].append(b)
             self.neighbours[b].append(a)
 
-    def node(self, node: int | str) -> int:
+    def node(self, node: int | str, name: str = "node") -> int:
+        """The index of `node` (a name or a node number); `name` is the argument it came
+        as, for the message if it names no node."""
         if isinstance(node, str):
             if node not in self.index:
-                raise ValueError(f"no node named {node!r} in the topology")
+                raise ValueError(f"{name}: no node named {shown(node)} in the topology")
             return self.index[node]
+        if isinstance(node, bool) or not isinstance(node, int | np.integer):
+            raise ValueError(f"{name} must be a node name or number, got {shown(node)}")
         if not 0 <= node < len(self.names):
             raise ValueError(
-                f"node {node} does not exist; nodes are numbered 0..{len(self.names) - 1}"
+                f"{name}: node {node} does not exist; nodes are numbered 0..{len(self.names) - 1}"
             )
-        return node
+        return int(node)
 
     def port_towards(self, node: int, neighbour: int) -> int:
         try:
@@ -44,6 +51,8 @@ class PortMap:
     def peer(self, node: int | str, port: int) -> tuple[int, int]:
         """(neighbour node, its port) at the other end of `node`'s local port `port`."""
         index = self.node(node)
+        if isinstance(port, bool) or not isinstance(port, int | np.integer):
+            raise ValueError(f"port must be a local port number, got {shown(port)}")
         if not 0 <= port < len(self.neighbours[index]):
             raise ValueError(
                 f"port {port} does not exist on '{self.names[index]}' "
@@ -66,7 +75,9 @@ class PortMap:
 
     def path_ports(self, path: list[int | str]) -> list[tuple[int, int]]:
         """(switch, egress port) for every switch on a node path from host to host."""
-        nodes = [self.node(n) for n in path]
+        if not isinstance(path, list | tuple):
+            raise ValueError(f"path must be a list of nodes, got {shown(path)}")
+        nodes = [self.node(n, f"path[{i}]") for i, n in enumerate(path)]
         if len(nodes) < 3 or self.kinds[nodes[0]] != "host" or self.kinds[nodes[-1]] != "host":
             raise ValueError("a path runs from a host through switches to a host")
         return [
