@@ -3,6 +3,9 @@ reports them (FCT and slowdown are in `isthmus.metrics`).
 
 - Flow throughput: size over completion time, for finished flows (bit/s).
 - Host throughput: bytes delivered to each host over the simulated time (bit/s).
+- A flow's rate over a window (from one reading to a later one): the bytes that
+  arrived at its receiver in between (`arrived_bytes`), never the in-order bytes
+  delivered, which can exceed the link (see `arrived_bytes`).
 - Bisection bandwidth: the capacity of the minimum cut between the first and the
   second half of the hosts in address order (for the bundled builders, hosts are
   numbered rack by rack, so this is the cut the literature means); a run's aggregate
@@ -49,6 +52,23 @@ def host_throughput_bps(sim: Simulation) -> np.ndarray:
         flows["dst"], weights=flows["bytes_delivered"], minlength=sim.topology.num_hosts
     )
     return delivered * 8 / (max(sim.now, 1) / PS_PER_SECOND)
+
+
+def arrived_bytes(flows: dict[str, np.ndarray]) -> np.ndarray:
+    """Per flow of a flow table (`Simulation.flows()`): the payload bytes that have
+    reached its receiver so far, duplicates included (`bytes_received`), as float64.
+
+    Difference two readings of it for a flow's rate over a window. What arrives in a
+    window crossed the receiver's link inside it (a packet straddling the window's
+    start aside), so the rate never exceeds that link, nor the path's bottleneck beyond
+    what was queued past the bottleneck when the window opened. The in-order count,
+    `bytes_delivered`, can exceed both at any multiple: bytes that arrived behind a lost
+    packet count in the window where its retransmission fills the hole. The price is
+    the duplicates (retransmissions of bytes the receiver already had): 0-0.13 % of a
+    Diolkos surge flow's bytes, 1.5-4.3 % with ECMP, Hedera or MPTCP-8 on OFPT's
+    lossy fat-tree. From a flow's start to any time, `bytes_delivered` is the goodput
+    and is the counter to use."""
+    return flows["bytes_received"].astype(np.float64)
 
 
 def bisection_bandwidth_bps(topology: Topology) -> float:

@@ -39,6 +39,7 @@ from isthmus.control import ControlPlane
 from isthmus.control.apps.diolkos import Diolkos
 from isthmus.control.apps.l2_learning import L2Learning
 from isthmus.control.forecasts import SERVICE_KEY, ForecastService
+from isthmus.network_metrics import arrived_bytes
 from isthmus.predict.base import Forecaster, StatelessForecaster
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
@@ -104,8 +105,9 @@ def surge_goodput(
     trace_dir: Path,
     pushed: Forecaster | None = None,
 ) -> dict:
-    """The movable flow's goodput (Mb/s) from warmup_s to duration_s under `scheme`,
-    and the agent (for its ReplayDB and stats) when there is one."""
+    """The movable flow's goodput (Mb/s) from warmup_s to duration_s under `scheme`
+    (the bytes that reached h1 in that window: `network_metrics.arrived_bytes`), and the
+    agent (for its ReplayDB and stats) when there is one."""
     fast = Link("100Mbps", "100us")
     topology = Topology.custom(
         ["h0", "h1", "h2", "h3"],
@@ -156,11 +158,11 @@ def surge_goodput(
             train_after=20,
         )
     plane.run(f"{warmup_s}s")
-    before, since = int(sim.flows()["bytes_delivered"][movable]), sim.now
+    before, since = arrived_bytes(sim.flows())[movable], sim.now
     plane.run(length)
-    delivered = int(sim.flows()["bytes_delivered"][movable]) - before
+    arrived = arrived_bytes(sim.flows())[movable] - before
     return {
-        "goodput_mbps": delivered * 8 / ((sim.now - since) / PS) / 1e6,
+        "goodput_mbps": float(arrived * 8 / ((sim.now - since) / PS) / 1e6),
         "agent": agent,
         "ttl_drops": int(sim.node_drops()["ttl_drops"].sum()),
     }

@@ -38,6 +38,7 @@ from isthmus.control.apps.hedera import Hedera
 from isthmus.control.apps.ofpt import Ofpt
 from isthmus.control.demands import estimate_demands
 from isthmus.flows import Poisson, generate_flows
+from isthmus.network_metrics import arrived_bytes
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
 from isthmus.transport import TcpParams
@@ -152,7 +153,8 @@ def run_fabric(
     topology: Topology, scheme: str, pairs: list[tuple[int, int]], seed: int, timing: dict
 ) -> dict:
     """One scheme carrying long flows `pairs` on `topology`: goodput over the measured
-    window as a fraction of hosts x NIC, each flow's goodput over its natural demand."""
+    window (the bytes that reached the receivers in it: `network_metrics.arrived_bytes`)
+    as a fraction of hosts x NIC, each flow's goodput over its natural demand."""
     sim, transport = _simulation(topology, scheme, seed)
     for src, dst in pairs:
         sim.add_tcp_flow(src, dst, "100GB", transport=transport)
@@ -160,12 +162,12 @@ def run_fabric(
     controller = _controller(plane, scheme)
     wall = time.perf_counter()
     plane.run(f"{timing['warmup_ms']}ms")
-    before = sim.flows()["bytes_delivered"].astype(np.float64)
+    before = arrived_bytes(sim.flows())
     plane.run(f"{timing['duration_ms']}ms")
     wall = time.perf_counter() - wall
     flows = sim.flows()
     seconds = (timing["duration_ms"] - timing["warmup_ms"]) / 1e3
-    goodput = (flows["bytes_delivered"] - before) * 8 / seconds
+    goodput = (arrived_bytes(sim.flows()) - before) * 8 / seconds
     nic = LINK.as_core()[0]
     demand = np.array(estimate_demands(pairs)) * nic
     out = {

@@ -39,6 +39,7 @@ import numpy as np
 
 from isthmus.control import ControlPlane
 from isthmus.control.apps.ibcn import Ibcn
+from isthmus.network_metrics import arrived_bytes
 from isthmus.simulation import Simulation
 from isthmus.studies.ibcn.prediction import BCN, HORIZON, MODEL_OPTIONS, WINDOW, tree
 
@@ -161,10 +162,12 @@ def controller(scheme: str, scale: TimeScale, epochs: int) -> Ibcn | None:
 
 @dataclass
 class Snapshot:
-    """Counters at one instant: per-flow delivered bytes and packet delays."""
+    """Counters at one instant: per-flow bytes that reached the receivers
+    (`network_metrics.arrived_bytes`: the rate between two snapshots cannot exceed the
+    links, as one of in-order bytes can when a hole fills) and packet delays."""
 
     time_s: float
-    delivered: np.ndarray
+    arrived: np.ndarray
     delay_sum_ps: np.ndarray
     delay_packets: np.ndarray
 
@@ -173,7 +176,7 @@ class Snapshot:
         table = sim.flows()
         return cls(
             sim.now / 1e12,
-            table["bytes_delivered"][flows].astype(float),
+            arrived_bytes(table)[flows],
             table["delay_sum_ps"][flows].astype(float),
             table["delay_packets"][flows].astype(float),
         )
@@ -201,13 +204,13 @@ def scenario(
         snapshots.append(Snapshot.of(sim, flows))
     first, last = snapshots[0], snapshots[-1]
     seconds = last.time_s - first.time_s
-    per_source_bps = (last.delivered - first.delivered) * 8 / seconds
+    per_source_bps = (last.arrived - first.arrived) * 8 / seconds
     # The sources that share the bottleneck (the ones outside edge0): the 8 on edge0
     # reach the destinations without it and would measure the wiring, not the scheme.
     remote = per_source_bps[len(SOURCES) - REMOTE_SOURCES :]
     per_bin_bps = np.array(
         [
-            (b.delivered.sum() - a.delivered.sum()) * 8 / (b.time_s - a.time_s)
+            (b.arrived.sum() - a.arrived.sum()) * 8 / (b.time_s - a.time_s)
             for a, b in zip(snapshots, snapshots[1:], strict=False)
         ]
     )
