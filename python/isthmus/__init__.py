@@ -9,8 +9,9 @@ sim.flows()["bytes_delivered"]
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+# typing.TYPE_CHECKING without importing typing (milliseconds): the console script
+# imports this module before it can install its Ctrl-C handler (isthmus.entry).
+TYPE_CHECKING = False
 
 # Loaded on first use, so `import isthmus.<module>` (the command line's entry point
 # among them) does not pull in the whole package first.
@@ -25,6 +26,8 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from isthmus.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
     from isthmus.simulation import Simulation
     from isthmus.topology import Link, Topology
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'isthmus' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import csv
+import errno
 import json
 import os
+import re
+import stat
 import sys
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
+import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -16,12 +22,53 @@ from rich.table import Table
 from rich.text import Text
 
 from isthmus import bench as benchmark
-from isthmus.inputs import allowing
-from isthmus.results import summarize, write_run
+from isthmus.inputs import allowing, excerpt, shown_path
+from isthmus.results import (
+    MAX_RUN_NAME_BYTES,
+    remove_abandoned_partials,
+    summarize,
+    write_run,
+)
 from isthmus.scenario import Scenario, ScenarioError, load_scenario
 from isthmus.units import format_time, time_ps
 
+if TYPE_CHECKING:
+    import numpy as np
+
+MAX_STUDY_SEEDS = 1000
+"""`isthmus reproduce --seeds` at most: each seed runs the whole study."""
+
+WORKERS_PER_CORE = 4
+"""`isthmus sweep --workers` at most this many per core: runs are CPU-bound, and each
+worker holds a simulation in memory."""
+
+
+class _Commands(typer.core.TyperGroup):
+    """The commands, each ending in one line, never a traceback, when the system refuses
+    a file operation (a full disk, a permission, a name too long) or a compressed input
+    ends early. Each command checks what it can first; this is for what no check can
+    foresee."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except OSError as e:
+            if e.errno == errno.EPIPE:
+                raise  # output piped to a command that stopped reading: typer's to handle
+            _fail(_system_refusal(e))
+        except EOFError as e:
+            _fail(f"an input file ends early (truncated or damaged): {e}")
+
+
+def _system_refusal(error: OSError) -> str:
+    """An OSError for a user: what failed, on which file, never more than a line."""
+    where = next((f for f in (error.filename, error.filename2) if f is not None), None)
+    reason = error.strerror or str(error) or type(error).__name__
+    return f"{shown_path(where)}: {reason}" if where is not None else reason
+
+
 app = typer.Typer(
+    cls=_Commands,
     help="Isthmus: learning-augmented traffic control for datacenter networks.",
     no_args_is_help=True,
     add_completion=False,
@@ -90,8 +137,11 @@ def bundled_scenarios() -> dict[str, Path]:
 
 def resolve_scenario(name_or_path: str) -> Path:
     path = Path(name_or_path)
-    if path.exists():
-        return path
+    try:
+        if path.exists():
+            return path
+    except (OSError, ValueError):
+        pass  # a name too long for a path, or with a NUL in it: no such file
     bundled = bundled_scenarios()
     if name_or_path in bundled:
         return bundled[name_or_path]
@@ -100,15 +150,89 @@ def resolve_scenario(name_or_path: str) -> Path:
     close = difflib.get_close_matches(name_or_path, list(bundled), n=1, cutoff=0.75)
     hint = f"did you mean '{close[0]}'? " if close else ""
     raise ScenarioError(
-        f"no scenario file '{name_or_path}' and no bundled scenario of that name; {hint}"
-        f"bundled: {', '.join(bundled)} (see `isthmus list`)"
+        f"no scenario file {shown_path(name_or_path)} and no bundled scenario of that name; "
+        f"{hint}bundled: {', '.join(bundled)} (see `isthmus list`)"
     )
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     # The message may quote the user's input: print it as it is, never as markup.
     errors.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
+
+
+def check_output(path: Path, option: str, *, folder: bool = False, new: bool = False) -> None:
+    """Refuses, before any work starts, an output the command could not write: a file
+    (`folder=False`) must not be a folder and goes into a writable folder that exists; a
+    folder (`folder=True`, created with its parents) must not be a file, and the nearest
+    folder on its path that exists must be writable; `new`: it must not exist yet."""
+    named = f"{option} {shown_path(path)}"
+    target = _stat(path, named)
+    if target is not None:
+        if new:
+            _fail(f"{named} already exists; choose another {option}")
+        if folder and not stat.S_ISDIR(target.st_mode):
+            _fail(f"{named} is a file, not a folder; give a folder")
+        if not folder and stat.S_ISDIR(target.st_mode):
+            _fail(f"{named} is a folder; give the path of a file")
+        if not os.access(path, os.W_OK):
+            _fail(f"{named} is not writable")
+        return
+    parent = path.absolute().parent
+    if folder:
+        while _stat(parent, named) is None:
+            parent = parent.parent
+    elif _stat(parent, named) is None:
+        _fail(f"{named}: its folder {shown_path(parent)} does not exist; create it first")
+    if not stat.S_ISDIR(os.stat(parent).st_mode):
+        _fail(f"{named}: {shown_path(parent)} on its path is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        _fail(f"{named}: the folder {shown_path(parent)} is not writable")
+
+
+def _stat(path: Path, named: str) -> os.stat_result | None:
+    """`path`'s status, None if it does not exist; a path that cannot be one (a name too
+    long, a file used as a folder) is refused, naming the option."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        _fail(f"{named}: a file on its path is used as a folder")
+    except OSError as e:
+        reason = "a name on it is too long" if e.errno == errno.ENAMETOOLONG else e.strerror
+        _fail(f"{named}: {reason}")
+    except ValueError:  # a NUL character
+        _fail(f"{named} is not a usable path")
+
+
+def _output_file(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """Typer's callback for an option naming a file to write: checked as it is parsed."""
+    if value is not None and not ctx.resilient_parsing:
+        check_output(value, _option_name(param))
+    return value
+
+
+def _output_folder(
+    ctx: typer.Context, param: typer.CallbackParam, value: Path | None
+) -> Path | None:
+    """Typer's callback for an option naming a folder to write into."""
+    if value is not None and not ctx.resilient_parsing:
+        check_output(value, _option_name(param), folder=True)
+    return value
+
+
+def _option_name(param: click.Parameter) -> str:
+    return max(param.opts, key=len) if param.opts else str(param.name)
+
+
+def _write_text(path: Path, text: str, option: str) -> None:
+    """Writes an output file checked by `check_output`, a failure (a full disk) being
+    one line naming the option."""
+    try:
+        path.write_text(text)
+    except OSError as e:
+        _fail(f"could not write {option} {shown_path(path)}: {e.strerror or e}")
 
 
 @app.command("list")
@@ -117,15 +241,33 @@ def list_scenarios() -> None:
     table = Table("name", "topology", "description", title="bundled scenarios")
     for name, path in bundled_scenarios().items():
         scenario = load_scenario(path)
-        table.add_row(name, scenario.topology.kind, scenario.description.strip().split("\n")[0])
+        table.add_row(name, scenario.topology.kind, _literal(first_sentence(scenario.description)))
     console.print(table)
+
+
+# A full stop, ! or ? ends a sentence where the next word starts with a capital letter,
+# or the paragraph ends; a full stop after an abbreviation (et al., Fig. 4) does not.
+_SENTENCE_END = re.compile(
+    r"(?<!\bet al)(?<!\bFig)(?<!\bFigs)(?<!\bEq)(?<!\bSec)(?<!\bvs)(?<!\bcf)"
+    r"(?<!\be\.g)(?<!\bi\.e)(?<!\bno)[.!?](?=\s+[A-Z]|$)"
+)
+
+
+def first_sentence(description: str) -> str:
+    """The first sentence of a description's first paragraph, lines joined (the whole
+    paragraph if no sentence in it ends)."""
+    paragraph = " ".join(description.strip().split("\n\n", 1)[0].split())
+    end = _SENTENCE_END.search(paragraph)
+    return paragraph[: end.end()] if end else paragraph
 
 
 @app.command()
 def run(
     scenario: str = typer.Argument(..., help="A scenario file, or the name of a bundled one."),
     seed: int | None = typer.Option(None, help="Override the scenario's seed."),
-    out: Path | None = typer.Option(None, help="Run folder to write (default runs/NAME-...)."),
+    out: Path | None = typer.Option(
+        None, callback=_output_folder, help="Run folder to write (default runs/NAME-...)."
+    ),
     allow_path: list[Path] = typer.Option(
         [],
         "--allow-path",
@@ -137,7 +279,7 @@ def run(
         path = resolve_scenario(scenario)
         spec = load_scenario(path)
         if seed is not None and not 0 <= seed < 2**64:
-            raise ScenarioError(f"--seed must be an integer in 0..2^64-1, got {seed}")
+            raise ScenarioError(f"--seed must be an integer in 0..2^64-1, got {excerpt(str(seed))}")
         with allowing(allow_path):
             sim = spec.build(seed=seed, base=path.parent)
     except ScenarioError as e:
@@ -145,9 +287,13 @@ def run(
     if out is None:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         out = Path("runs") / f"{spec.name}-seed{sim.seed}-{stamp}"
-    if out.exists():
-        _fail(f"run folder '{out}' already exists; choose another --out")
-
+    check_output(out, "--out", folder=True, new=True)
+    if len(os.fsencode(out.name)) > MAX_RUN_NAME_BYTES:
+        _fail(
+            f"--out {shown_path(out)}: a run folder's name takes at most {MAX_RUN_NAME_BYTES} "
+            "bytes; choose a shorter one"
+        )
+    _report_abandoned_partials()
     try:
         wall = _run_with_progress(sim, spec)
     except ValueError as e:
@@ -157,6 +303,15 @@ def run(
     folder = write_run(sim, out, scenario_text=path.read_text(), summary=summary)
     _print_summary(summary, folder)
     _print_expectations(spec, summary)
+
+
+def _report_abandoned_partials() -> None:
+    """Removes the half-written run folders of runs killed outright, wherever they were
+    writing, and says so: the user may wonder where a run's output went."""
+    for folder in remove_abandoned_partials():
+        errors.print(
+            _literal(f"removed {folder}: a run folder half-written by a run that was killed")
+        )
 
 
 def _print_expectations(spec: Scenario, summary: dict) -> None:
@@ -283,11 +438,13 @@ def _slowdown_rows(summary: dict) -> list[tuple[str, str]]:
 @app.command()
 def bench(
     size: str = typer.Argument("medium", help=f"One of {', '.join(benchmark.SIZES)}."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
+    json_out: Path | None = typer.Option(
+        None, "--json", callback=_output_file, help="Also write the figures as JSON."
+    ),
 ) -> None:
     """Run the leafspine-websearch reference benchmark and report speed and FCTs."""
     if size not in benchmark.SIZES:
-        _fail(f"unknown benchmark size '{size}'; choose one of {', '.join(benchmark.SIZES)}")
+        _fail(f"unknown benchmark size {excerpt(size)}; choose one of {', '.join(benchmark.SIZES)}")
     with _progress_bar() as progress:
         task = progress.add_task(f"leafspine-websearch-{size}", total=None, status="")
 
@@ -304,8 +461,8 @@ def bench(
         table.add_row(name, value)
     console.print(table)
     if json_out is not None:
-        json_out.write_text(json.dumps(result, indent=2) + "\n")
-        console.print(f"figures written to [bold]{json_out}[/]")
+        _write_text(json_out, json.dumps(result, indent=2) + "\n", "--json")
+        console.print(_literal(f"figures written to {json_out}"))
 
 
 @app.command()
@@ -320,7 +477,9 @@ def sweep(
     seeds: int = typer.Option(
         1, help="Seeds per point: the scenario's seed and the next ones (or --set seed=...)."
     ),
-    out: Path | None = typer.Option(None, help="Sweep folder (default sweeps/NAME)."),
+    out: Path | None = typer.Option(
+        None, callback=_output_folder, help="Sweep folder (default sweeps/NAME)."
+    ),
     workers: int = typer.Option(0, help="Parallel runs (default: every core)."),
     ray: str | None = typer.Option(
         None, help="Run on the Ray cluster at this address ('local': start one here)."
@@ -331,6 +490,12 @@ def sweep(
     from isthmus.sweep import plan
     from isthmus.sweep import sweep as run_sweep
 
+    cores = os.cpu_count() or 1
+    if not 0 <= workers <= WORKERS_PER_CORE * cores:
+        _fail(
+            f"--workers must be 0 (one per core) to {WORKERS_PER_CORE * cores} "
+            f"({WORKERS_PER_CORE} per core), got {excerpt(str(workers))}"
+        )
     try:
         path = resolve_scenario(scenario)
         spec = load_scenario(path)
@@ -338,6 +503,8 @@ def sweep(
     except ValueError as e:
         _fail(str(e))
     folder = out if out is not None else Path("sweeps") / spec.name
+    check_output(folder, "--out", folder=True)
+    _report_abandoned_partials()
     with _progress_bar() as progress:
         task = progress.add_task(spec.name, total=len(points), status="")
 
@@ -349,7 +516,7 @@ def sweep(
                 points,
                 path.parent,
                 folder,
-                workers=workers or os.cpu_count() or 1,
+                workers=workers or cores,
                 ray_address=ray,
                 on_point=on_point,
             )
@@ -380,19 +547,20 @@ def forecast_bench(
     models: str | None = typer.Option(
         None, help="Comma-separated forecasters to score (default: all, neural ones included)."
     ),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the scores as JSON."),
+    json_out: Path | None = typer.Option(
+        None, "--json", callback=_output_file, help="Also write the scores as JSON."
+    ),
 ) -> None:
     """Score every forecaster on real traffic series: MAE % ± SDAE, MSE, training and
     inference time per model (Diolkos Table 1, IBCN Table IV)."""
     from isthmus.predict import benchmark as fb
     from isthmus.predict import models as predict_models
-    from isthmus.predict.series import load_column
 
     if (series is None) != (column is None):
         _fail("--series and --column go together: --series FILE.csv --column NAME")
     try:
         chosen = (
-            [fb.Series(series.name, load_column(series, column), season)]
+            [fb.Series(series.name, _series_column(series, column), season)]
             if series is not None
             else fb.bundled_series() + fb.recorded_series()
         )
@@ -435,14 +603,32 @@ def forecast_bench(
         console.print(table)
     if json_out is not None:
         layout = results[0] if len(results) == 1 else {"results": results}
-        json_out.write_text(json.dumps(layout, indent=2) + "\n")
-        console.print(f"scores written to [bold]{json_out}[/]")
+        _write_text(json_out, json.dumps(layout, indent=2) + "\n", "--json")
+        console.print(_literal(f"scores written to {json_out}"))
+
+
+def _series_column(path: Path, column: str) -> np.ndarray:
+    """The --series file's column, what the csv module or the decoder refuses (a field
+    over its size limit, bytes that are not UTF-8: a .gz, say) one line naming --series."""
+    from isthmus.predict.series import load_column
+
+    try:
+        return load_column(path, column)
+    except UnicodeDecodeError as e:
+        _fail(
+            f"--series {shown_path(path)} is not UTF-8 text (byte {e.start} is not): give a "
+            "CSV file, unpacked if it came compressed"
+        )
+    except csv.Error as e:
+        _fail(f"--series {shown_path(path)} is not a CSV file this can read: {e}")
 
 
 @app.command()
 def report(
     runs: list[Path] = typer.Argument(..., help="One or more run folders."),
-    out: Path = typer.Option(Path("report"), help="Folder for report.html and its plots."),
+    out: Path = typer.Option(
+        Path("report"), callback=_output_folder, help="Folder for report.html and its plots."
+    ),
 ) -> None:
     """Write an HTML report of run folders: slowdown by size, FCT CDFs, throughput and
     queues over time, utilization heat maps, and a side-by-side table."""
@@ -508,7 +694,9 @@ def query(
         ..., help="SQL over the views flows, ports, timeseries, rounds, runs."
     ),
     runs: Path = typer.Option(Path("runs"), help="A run folder, or a folder of run folders."),
-    csv: Path | None = typer.Option(None, help="Write the whole result to this CSV file."),
+    csv: Path | None = typer.Option(
+        None, callback=_output_file, help="Write the whole result to this CSV file."
+    ),
     limit: int = typer.Option(50, help="Rows to print."),
 ) -> None:
     """Query run folders with SQL (DuckDB); every view has a `run` column."""
@@ -550,10 +738,16 @@ def reproduce(
     quick: bool = typer.Option(False, "--quick", help="A reduced run, under two minutes."),
     seeds: int = typer.Option(1, help="Seeds to run: 1, 2, ... (5 or more for intervals)."),
     json_out: Path | None = typer.Option(
-        None, "--json", help="Also write the table, claims and raw results as JSON."
+        None,
+        "--json",
+        callback=_output_file,
+        help="Also write the table, claims and raw results as JSON.",
     ),
     figures: Path | None = typer.Option(
-        None, "--figures", help="Also draw the study's figures (PNG) into this folder."
+        None,
+        "--figures",
+        callback=_output_folder,
+        help="Also draw the study's figures (PNG) into this folder.",
     ),
 ) -> None:
     """Reproduce a published study and print the table and claims it argues from."""
@@ -563,8 +757,8 @@ def reproduce(
         module = studies.study(study)
     except ValueError as e:
         _fail(str(e))
-    if seeds < 1:
-        _fail(f"--seeds must be at least 1, got {seeds}")
+    if not 1 <= seeds <= MAX_STUDY_SEEDS:
+        _fail(f"--seeds must be 1 to {MAX_STUDY_SEEDS}, got {excerpt(str(seeds))}")
     if figures is not None and not hasattr(module, "figures"):
         _fail(f"study {study} draws no figures; leave out --figures")
     with _progress_bar() as progress:
@@ -597,8 +791,8 @@ def reproduce(
             **shown.as_dict(),
             "results": results,
         }
-        json_out.write_text(json.dumps(document, indent=2, default=_json_scalar) + "\n")
-        console.print(f"written to [bold]{_literal(str(json_out))}[/]")
+        _write_text(json_out, json.dumps(document, indent=2, default=_json_scalar) + "\n", "--json")
+        console.print(_literal(f"written to {json_out}"))
     if figures is not None:
         figures.mkdir(parents=True, exist_ok=True)
         for path in module.figures(results, figures):
@@ -634,7 +828,7 @@ def show(
         path = resolve_scenario(scenario)
         spec = load_scenario(path)
         topology = spec.topology.build(path.parent)
-    except ScenarioError as e:
+    except ValueError as e:  # ScenarioError, or a builder's refusal (too many ports)
         _fail(str(e))
     nodes = topology.nodes()
     roles = Counter(zip(nodes["kind"], nodes["role"], strict=True))
@@ -680,7 +874,9 @@ def show(
 
 @app.command()
 def schema(
-    out: Path | None = typer.Option(None, help="Write it to this file instead of printing it."),
+    out: Path | None = typer.Option(
+        None, callback=_output_file, help="Write it to this file instead of printing it."
+    ),
 ) -> None:
     """Print the JSON Schema of scenario files, for editors that complete and check TOML
     (Even Better TOML: `#:schema ./scenario.schema.json` at the top of a file)."""
@@ -688,8 +884,8 @@ def schema(
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text)
-        console.print(f"written to [bold]{_literal(str(out))}[/]")
+        _write_text(out, text, "--out")
+        console.print(_literal(f"written to {out}"))
 
 
 def _literal(text: str) -> Text:

@@ -3,7 +3,13 @@
 A run folder holds `flows.parquet` (one row per flow), `ports.parquet` (one row per
 egress port), `timeseries.parquet` (when sampling was on; one row per sample and
 port), `summary.json` and a copy of the scenario. It is assembled in a hidden sibling
-folder and renamed into place, so it is either complete or absent.
+folder (`.NAME.partial-PID`) and renamed into place, so it is either complete or absent.
+
+A writer interrupted by a signal removes its partial folder (`abandon_partials`, which
+the command line's signal handlers call). One killed outright cannot: every writer notes
+its partial folder in a record under the user's state folder (`partials_record`), and
+the next run, wherever it writes, removes the ones whose writer is gone
+(`remove_abandoned_partials`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import re
 import resource
 import shutil
 import sys
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -139,6 +146,14 @@ def _timeseries_table(sim: Simulation) -> pa.Table | None:
 
 
 _PARTIAL = re.compile(r"\..+\.partial-(\d+)")
+MAX_RUN_NAME_BYTES = 255 - len("..partial-") - 7
+"""The longest run-folder name: its partial folder's (.NAME.partial-PID, a pid of at
+most 7 digits) must fit in a file name, 255 bytes on most filesystems."""
+RECORD_BYTES = 4096
+"""A record holds one path: more than this is not a record this module wrote."""
+
+_writing: set[Path] = set()
+"""The partial folders this process is writing now (see `abandon_partials`)."""
 
 
 def remove_stale_partials(folder: Path) -> list[Path]:
@@ -146,12 +161,68 @@ def remove_stale_partials(folder: Path) -> list[Path]:
     run killed mid-write); returns what it removed. A live writer's folder stays."""
     removed = []
     for entry in folder.iterdir():
-        match = _PARTIAL.fullmatch(entry.name)
-        if match is None or not entry.is_dir() or _alive(int(match.group(1))):
-            continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry)
+        if _is_abandoned(entry):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
     return removed
+
+
+def _is_abandoned(path: Path) -> bool:
+    match = _PARTIAL.fullmatch(path.name)
+    return match is not None and path.is_dir() and not _alive(int(match.group(1)))
+
+
+def partials_record() -> Path:
+    """The folder where writers note the partial folders they are writing:
+    $XDG_STATE_HOME/isthmus/partials (XDG_STATE_HOME defaults to ~/.local/state)."""
+    state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(state) / "isthmus" / "partials"
+
+
+def remove_abandoned_partials() -> list[Path]:
+    """Removes every partial folder noted in `partials_record` whose writer is gone,
+    wherever it lies, and the notes of the ones gone already; returns what it removed.
+    Only a folder named as a partial folder is ever removed, whatever a note says."""
+    removed = []
+    try:
+        notes = list(partials_record().iterdir())
+    except OSError:
+        return removed  # no record yet, or none readable: nothing noted
+    for note in notes:
+        try:
+            with open(note, "rb") as f:
+                partial = Path(os.fsdecode(f.read(RECORD_BYTES)))
+        except OSError:
+            continue
+        match = _PARTIAL.fullmatch(partial.name)
+        if match is not None and _alive(int(match.group(1))):
+            continue
+        if match is not None and partial.is_dir():
+            shutil.rmtree(partial, ignore_errors=True)
+            removed.append(partial)
+        note.unlink(missing_ok=True)
+    return removed
+
+
+def _note_partial(partial: Path) -> Path | None:
+    """Notes `partial` in the record; returns the note, or None where the record cannot
+    be written (a read-only home): noting is a safeguard, never a reason to fail a run."""
+    try:
+        folder = partials_record()
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, note = tempfile.mkstemp(dir=folder, prefix=f"{os.getpid()}-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.fsencode(partial.absolute()))
+    except OSError:
+        return None
+    return Path(note)
+
+
+def abandon_partials() -> None:
+    """Removes the partial folders this process is writing: for a signal handler that
+    ends the process at once (os._exit), skipping the writer's own clean-up."""
+    for partial in list(_writing):
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
@@ -163,6 +234,8 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True  # another user's process: alive, and not ours to judge
+    except OverflowError:
+        return False  # no process has such a number
     return True
 
 
@@ -173,11 +246,16 @@ def write_run(sim: Simulation, out: Path, *, scenario_text: str, summary: dict) 
         raise FileExistsError(f"run folder '{out}' already exists; choose another --out")
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(out.parent)
+    remove_abandoned_partials()
     partial = out.parent / f".{out.name}.partial-{os.getpid()}"
     if partial.exists():
         shutil.rmtree(partial)
-    partial.mkdir()
+    # Known to the signal handlers and noted in the record before it exists: an
+    # interrupt at any instant from here on leaves nothing behind.
+    _writing.add(partial)
+    note = _note_partial(partial)
     try:
+        partial.mkdir()
         pq.write_table(pa.table(flow_frame(sim)), partial / "flows.parquet")
         pq.write_table(pa.table(port_frame(sim)), partial / "ports.parquet")
         series = _timeseries_table(sim)
@@ -192,4 +270,8 @@ def write_run(sim: Simulation, out: Path, *, scenario_text: str, summary: dict) 
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    finally:
+        _writing.discard(partial)
+        if note is not None:
+            note.unlink(missing_ok=True)
     return out

@@ -9,27 +9,54 @@ the ones after it (`--seeds N`), or exactly the seeds `--set seed=1,5,9` lists.
 Each point writes an ordinary run folder under the sweep folder, complete or absent,
 so a rerun skips the points already done and an interrupted sweep resumes where it
 stopped. A point that fails is reported with its error; the others still run.
+
+A sweep plans at most `MAX_POINTS` runs. Its workers end with it, even when it is
+killed, and one sweep at a time owns its folder (`SWEEP_LOCK`, released when its owner
+ends, however it ends): a rerun never races the points of a sweep still running.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import ctypes
+import fcntl
 import itertools
 import json
 import logging
+import math
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
 import tomllib as toml
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 from pathlib import Path
 
 import tomli_w
 
-from isthmus.results import summarize, write_run
+from isthmus.inputs import excerpt, shortened, shown_path
+from isthmus.results import MAX_RUN_NAME_BYTES, abandon_partials, summarize, write_run
 from isthmus.scenario import ScenarioError, parse_scenario
 
 FieldPath = tuple[str | int, ...]
+
+MAX_POINTS = 10_000
+"""The most runs (grid points x seeds) one sweep plans: each is validated before any
+runs, and a grid larger than this is a typo far more often than a plan."""
+
+RANGE_LIMIT = Decimal("1e20")
+"""Range ends lie within +-RANGE_LIMIT (10^20): beyond every field's values (a seed is below
+2^64 < 2e19), and far from the exponents at which Decimal arithmetic overflows."""
+
+SEED_LIMIT = 2**64
+SWEEP_LOCK = ".sweep.lock"
 
 
 @dataclass(frozen=True)
@@ -53,16 +80,22 @@ def _leaves(data: object, prefix: FieldPath = ()) -> Iterator[FieldPath]:
         yield prefix
 
 
+def _path_part(part: str) -> str | int:
+    # A list index is a short run of ASCII digits; anything else (a digit string of
+    # thousands of characters, "²") is a key the scenario will not have.
+    return int(part) if part.isascii() and part.isdigit() and len(part) <= 18 else part
+
+
 def _resolve_path(text: str, data: dict) -> FieldPath:
     if "." in text:
-        return tuple(int(p) if p.isdigit() else p for p in text.split("."))
+        return tuple(_path_part(p) for p in text.split("."))
     matches = [p for p in _leaves(data) if p and p[-1] == text]
     if len(matches) == 1:
         return matches[0]
     if not matches:
         raise ValueError(
-            f"--set {text}: the scenario has no field '{text}'; name it by its dotted path "
-            "(e.g. traffic.0.load)"
+            f"--set {excerpt(text)}: the scenario has no field {excerpt(text)}; name it by "
+            "its dotted path (e.g. traffic.0.load)"
         )
     paths = ", ".join(".".join(map(str, m)) for m in matches)
     raise ValueError(f"--set {text}: several fields are named '{text}' ({paths}); pick one")
@@ -80,26 +113,43 @@ def _number(text: str) -> int | float | str:
 def _values(text: str, name: str) -> tuple:
     if ":" in text and text.count(":") != 2:
         raise ValueError(
-            f"--set {name}: '{text}' is not a range; a range is start:stop:step "
+            f"--set {name}: {excerpt(text)} is not a range; a range is start:stop:step "
             "(e.g. 0.1:0.9:0.2, both ends included)"
         )
     if text.count(":") == 2:
-        try:
-            start, stop, step = (Decimal(p) for p in text.split(":"))
-        except InvalidOperation:
-            raise ValueError(
-                f"--set {name}: range '{text}' must be start:stop:step numbers"
-            ) from None
-        if step <= 0 or stop < start:
-            raise ValueError(f"--set {name}: range '{text}' needs step > 0 and stop >= start")
-        count = int((stop - start) / step) + 1
-        values = [start + i * step for i in range(count)]
-        integral = all(v == v.to_integral_value() for v in (start, step))
-        return tuple(int(v) if integral else float(v) for v in values)
+        return _range(text, name)
     values = tuple(_number(v.strip()) for v in text.split(",") if v.strip())
     if not values:
         raise ValueError(f"--set {name}: no values given")
+    if len(values) > MAX_POINTS:
+        raise ValueError(f"--set {name}: {len(values)} values; a sweep runs at most {MAX_POINTS}")
     return values
+
+
+def _range(text: str, name: str) -> tuple:
+    """start:stop:step, both ends included, each value exact in decimal."""
+    try:
+        start, stop, step = (Decimal(p) for p in text.split(":"))
+    except DecimalException:
+        raise ValueError(
+            f"--set {name}: range {excerpt(text)} must be start:stop:step numbers"
+        ) from None
+    if not all(v.is_finite() and abs(v) <= RANGE_LIMIT for v in (start, stop, step)):
+        raise ValueError(f"--set {name}: range {excerpt(text)} needs numbers from -10^20 to 10^20")
+    if step <= 0 or stop < start:
+        raise ValueError(f"--set {name}: range {excerpt(text)} needs step > 0 and stop >= start")
+    try:
+        steps = (stop - start) / step
+    except DecimalException:  # a step so small that the count overflows
+        steps = Decimal("Infinity")
+    if steps >= MAX_POINTS:
+        raise ValueError(
+            f"--set {name}: range {excerpt(text)} has more than {MAX_POINTS} values; "
+            "a sweep runs at most that many: use a larger step"
+        )
+    values = [start + i * step for i in range(int(steps) + 1)]
+    integral = all(v == v.to_integral_value() for v in (start, step))
+    return tuple(int(v) if integral else float(v) for v in values)
 
 
 def parse_axis(expr: str, data: dict) -> Axis:
@@ -117,8 +167,17 @@ def _assign(data: dict, path: FieldPath, value: object) -> None:
         try:
             node = node[part]  # type: ignore[index]
         except (KeyError, IndexError, TypeError):
-            name = ".".join(map(str, path))
-            raise ValueError(f"--set {name}: the scenario has no '{part}' on that path") from None
+            name = excerpt(".".join(map(str, path)))
+            raise ValueError(
+                f"--set {name}: the scenario has no {excerpt(str(part))} on that path"
+            ) from None
+    # The last part names a field of a table, or an item of a list that exists.
+    if not (
+        isinstance(node, dict)
+        or (isinstance(node, list) and isinstance(path[-1], int) and path[-1] < len(node))
+    ):
+        name = excerpt(".".join(map(str, path)))
+        raise ValueError(f"--set {name}: that path names no field of the scenario")
     node[path[-1]] = value  # type: ignore[index]
 
 
@@ -153,11 +212,14 @@ def short_names(paths: list[str]) -> list[str]:
 
 def plan(scenario_text: str, sets: list[str], seeds: int) -> list[Point]:
     """Every (grid point, seed), each validated as a scenario before anything runs."""
-    if seeds < 1:
-        raise ValueError(f"--seeds must be at least 1, got {seeds}")
+    if not 1 <= seeds <= MAX_POINTS:
+        raise ValueError(f"--seeds must be 1 to {MAX_POINTS}, got {excerpt(str(seeds))}")
     data = toml.loads(scenario_text)
     data.setdefault("seed", 1)
     axes = [parse_axis(expr, data) for expr in sets]
+    repeated = [name for name, n in Counter(a.name for a in axes).items() if n > 1]
+    if repeated:
+        raise ValueError(f"--set {excerpt(repeated[0])} is given twice; list its values once")
     seed_axes = [a for a in axes if a.path == ("seed",)]
     axes = [a for a in axes if a.path != ("seed",)]
     if seed_axes:
@@ -166,10 +228,16 @@ def plan(scenario_text: str, sets: list[str], seeds: int) -> list[Point]:
                 "give the seeds once: --set seed=... lists them, --seeds N counts them from "
                 "the scenario's seed; drop one of the two"
             )
-        run_seeds = [int(v) for a in seed_axes for v in a.values]
+        run_seeds = [_seed(v) for a in seed_axes for v in a.values]
     else:
         first_seed = int(data["seed"])
         run_seeds = list(range(first_seed, first_seed + seeds))
+    total = math.prod(len(a.values) for a in axes) * len(run_seeds)
+    if total > MAX_POINTS:
+        raise ValueError(
+            f"the sweep would run {total:,} points (grid x seeds); it runs at most "
+            f"{MAX_POINTS:,}: narrow a --set or lower --seeds"
+        )
     points = []
     labels = tuple(short_names([a.name for a in axes]))
     for combo in itertools.product(*(a.values for a in axes)):
@@ -183,10 +251,37 @@ def plan(scenario_text: str, sets: list[str], seeds: int) -> list[Point]:
             try:
                 parse_scenario(text)
             except ScenarioError as e:
-                described = ", ".join(f"{k}={v}" for k, v in settings)
+                described = shortened(", ".join(f"{k}={v}" for k, v in settings), 200)
                 raise ValueError(f"sweep point {described}: {e}") from None
             points.append(Point(settings, seed, text, labels))
+    _check_folder_names(points)
     return points
+
+
+def _seed(value: object) -> int:
+    if isinstance(value, int) and 0 <= value < SEED_LIMIT:
+        return value
+    raise ValueError(
+        f"--set seed: {excerpt(str(value))} is not a seed; seeds are whole numbers "
+        "0 to 2^64-1 (e.g. seed=1,5,9 or seed=1:10:1)"
+    )
+
+
+def _check_folder_names(points: list[Point]) -> None:
+    """Each point writes the run folder named after it: two points with one name would
+    write one folder, and a name too long for the filesystem none."""
+    twice = next((name for name, n in Counter(p.name for p in points).items() if n > 1), None)
+    if twice is not None:
+        raise ValueError(
+            f"--set gives the point {excerpt(twice, 200)} twice (a value listed twice, or two "
+            "values that read alike); list each value once"
+        )
+    long = next((p.name for p in points if len(os.fsencode(p.name)) > MAX_RUN_NAME_BYTES), None)
+    if long is not None:
+        raise ValueError(
+            f"sweep point {excerpt(long, 80)} names a run folder longer than "
+            f"{MAX_RUN_NAME_BYTES} bytes; sweep fewer fields at once or use shorter values"
+        )
 
 
 def run_point(point: Point, base: Path, folder: Path) -> dict:
@@ -220,43 +315,118 @@ def sweep(
     Ray cluster at `ray_address` ("local" starts one on this machine; a real cluster
     needs `base` and `out` on a filesystem every node sees)."""
     out.mkdir(parents=True, exist_ok=True)
-    outcome = SweepOutcome()
-    todo = []
-    for p in points:
-        if (out / p.name / "summary.json").exists():
-            outcome.skipped.append(p.name)
-            on_point(p.name, "skipped")
-        else:
-            todo.append(p)
+    with owning(out):
+        outcome = SweepOutcome()
+        todo = []
+        for p in points:
+            if (out / p.name / "summary.json").exists():
+                outcome.skipped.append(p.name)
+                on_point(p.name, "skipped")
+            else:
+                todo.append(p)
 
-    def finished(name: str, error: BaseException | None) -> None:
-        if error is None:
-            outcome.ran.append(name)
-            on_point(name, "done")
-        else:
-            outcome.failed[name] = f"{type(error).__name__}: {error}"
-            on_point(name, "failed")
+        def finished(name: str, error: BaseException | None) -> None:
+            if error is None:
+                outcome.ran.append(name)
+                on_point(name, "done")
+            else:
+                outcome.failed[name] = f"{type(error).__name__}: {error}"
+                on_point(name, "failed")
 
-    if ray_address is None:
-        _run_local(todo, base, out, workers, finished)
-    else:
-        _run_on_ray(todo, base, out, ray_address, finished)
-    if outcome.failed:
-        (out / "failures.json").write_text(json.dumps(outcome.failed, indent=2) + "\n")
-    else:
-        (out / "failures.json").unlink(missing_ok=True)
+        if ray_address is None:
+            _run_local(todo, base, out, workers, finished)
+        else:
+            _run_on_ray(todo, base, out, ray_address, finished)
+        if outcome.failed:
+            (out / "failures.json").write_text(json.dumps(outcome.failed, indent=2) + "\n")
+        else:
+            (out / "failures.json").unlink(missing_ok=True)
     return outcome
+
+
+@contextlib.contextmanager
+def owning(folder: Path) -> Iterator[None]:
+    """Holds the sweep folder's lock for as long as the block runs, or refuses with the
+    pid of the sweep that holds it. The lock is the kernel's (flock) on `SWEEP_LOCK`: it
+    ends with its holder however that ends (SIGKILL included), so a dead sweep's lock is
+    taken over, never stale. The file is kept: removing it would let a sweep lock a
+    file another has just replaced."""
+    lock = folder / SWEEP_LOCK
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise ValueError(
+                f"sweep folder {shown_path(folder)} is in use by a sweep still running "
+                f"(pid {owner}); wait for it to end or stop it, or give another --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 Finished = Callable[[str, BaseException | None], None]
 
 
 def _run_local(todo: list[Point], base: Path, out: Path, workers: int, finished: Finished) -> None:
-    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+    if not todo:
+        return
+    # Workers are spawned, not forked: a fork copies locks that the parent's other
+    # threads (the progress bar's) may hold at that instant, and the copy waits forever.
+    with ProcessPoolExecutor(
+        max_workers=max(1, min(workers, len(todo))),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_die_with_parent,
+        initargs=(os.getpid(),),
+    ) as pool:
         futures = {pool.submit(run_point, p, base, out / p.name): p for p in todo}
         for future in as_completed(futures):
             # One failed point must not lose the others.
             finished(futures[future].name, future.exception())
+
+
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _die_with_parent(parent: int) -> None:
+    """A pool worker's initializer: the worker ends when the sweep that started it ends,
+    however it ends. A sweep killed outright (SIGKILL) cannot stop its pool, and an
+    orphaned worker would go on running points, racing a rerun. Ctrl-C or SIGTERM ends
+    a worker quietly, without the half-written run folder it may hold."""
+    signal.signal(signal.SIGINT, _stop_quietly)
+    signal.signal(signal.SIGTERM, _stop_quietly)
+    if not _parent_death_signal(signal.SIGKILL):
+        threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the parent ended before the signal above was armed
+        os._exit(1)
+
+
+def _stop_quietly(signum: int, frame: object) -> None:
+    abandon_partials()
+    os._exit(128 + signum)
+
+
+def _parent_death_signal(signum: int) -> bool:
+    """Asks Linux to send `signum` to this process when its parent ends; False where
+    there is no such request (other systems)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _end_with(parent: int) -> None:
+    """Where no parent-death signal exists: watch the parent, end when it has gone."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(1)
 
 
 def _run_on_ray(todo: list[Point], base: Path, out: Path, address: str, finished: Finished) -> None:
