@@ -10,7 +10,6 @@ never called significant.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +17,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from isthmus.query import flatten, run_folders
+from isthmus.inputs import shown_path
+from isthmus.run_files import SUMMARY, flatten, number, read_summary, run_folders
 
 FIGURES = (
     ("mean_fct_us", "mean FCT (us)"),
@@ -98,17 +98,27 @@ def welch_interval(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[f
     return (delta - half, delta + half)
 
 
-def _summaries(path: Path) -> list[dict]:
-    return [flatten(json.loads((f / "summary.json").read_text())) for f in run_folders(path)]
+def _figures(path: Path) -> dict[str, list[float]]:
+    """Each figure's values across the runs under `path` (runs without it left out); a
+    figure that is not a number is an error naming the run's summary."""
+    values: dict[str, list[float]] = {key: [] for key, _ in FIGURES}
+    for folder in run_folders(path):
+        summary = flatten(read_summary(folder))
+        where = f"run summary {shown_path(folder / SUMMARY)}"
+        for key, found in values.items():
+            value = number(summary.get(key), key, where)
+            if value is not None:
+                found.append(value)
+    return values
 
 
 def compare(a: Path, b: Path) -> list[Difference]:
     """Every headline figure both sides report, A's runs against B's."""
-    side_a, side_b = _summaries(a), _summaries(b)
+    side_a, side_b = _figures(a), _figures(b)
     out = []
     for key, label in FIGURES:
-        xa = np.array([s[key] for s in side_a if s.get(key) is not None], dtype=np.float64)
-        xb = np.array([s[key] for s in side_b if s.get(key) is not None], dtype=np.float64)
+        xa = np.array(side_a[key], dtype=np.float64)
+        xb = np.array(side_b[key], dtype=np.float64)
         if len(xa) == 0 or len(xb) == 0:
             continue
         interval = welch_interval(xa, xb)

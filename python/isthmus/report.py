@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import html
-import json
+import os
 import re
 from pathlib import Path
 
@@ -28,10 +28,23 @@ matplotlib.use("Agg")  # files only: no display, and the same output everywhere
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
 
+from isthmus.inputs import shortened, shown_path  # noqa: E402
 from isthmus.metrics import BUCKETS  # noqa: E402
 from isthmus.report_interactive import section as interactive_section  # noqa: E402
+from isthmus.run_files import (  # noqa: E402
+    NUMBERS,
+    SUMMARY,
+    TEXT,
+    TRUTH_VALUES,
+    WHOLE_NUMBERS,
+    is_run_folder,
+    json_kind,
+    number,
+    read_summary,
+    read_table,
+    table_path,
+)
 from isthmus.units import PS_PER_SECOND  # noqa: E402
 
 HEADLINES = (
@@ -50,19 +63,68 @@ HEADLINES = (
 )
 
 
+FLOW_COLUMNS = {
+    "flow_id": WHOLE_NUMBERS,
+    "size_bytes": NUMBERS,
+    "fct_ps": NUMBERS,
+    "slowdown": NUMBERS,
+    "datagram": TRUTH_VALUES,
+}
+PORT_COLUMNS = {
+    "node_name": TEXT,
+    "peer_name": TEXT,
+    "role": TEXT,
+    "rate_bps": NUMBERS,
+    "utilization": NUMBERS,
+}
+SERIES_COLUMNS = {
+    "time_ps": WHOLE_NUMBERS,
+    "port_index": WHOLE_NUMBERS,
+    "tx_bytes": NUMBERS,
+    "queue_packets": NUMBERS,
+}
+
+
 class Run:
-    """One run folder's tables, read once."""
+    """One run folder's tables, read once and checked: what the plots need is there, of
+    the right kind (`isthmus.run_files`)."""
 
     def __init__(self, folder: Path) -> None:
         folder = Path(folder)
-        if not (folder / "summary.json").exists():
-            raise ValueError(f"'{folder}' is not a run folder (no summary.json); give run folders")
+        if not is_run_folder(folder):
+            raise ValueError(
+                f"{shown_path(folder)} is not a run folder (no summary.json); give run folders"
+            )
         self.name = folder.name
-        self.summary = json.loads((folder / "summary.json").read_text())
-        self.flows = pq.read_table(folder / "flows.parquet").to_pydict()
-        self.ports = pq.read_table(folder / "ports.parquet").to_pydict()
-        series = folder / "timeseries.parquet"
-        self.series = pq.read_table(series).to_pydict() if series.exists() else None
+        self.summary = read_summary(folder)
+        self.where = f"run summary {shown_path(folder / SUMMARY)}"
+        self.slowdowns = _slowdowns(self.summary, self.where)
+        self.flows = read_table(folder, "flows", FLOW_COLUMNS).to_pydict()
+        self.ports = read_table(folder, "ports", PORT_COLUMNS).to_pydict()
+        self.series = None
+        if os.path.lexists(folder / "timeseries.parquet"):
+            series = read_table(folder, "timeseries", SERIES_COLUMNS).to_pydict()
+            self._check_series(series, table_path(folder, "timeseries"))
+            # Rates need two samples: with fewer there is nothing to plot over time.
+            if len(set(series["time_ps"])) >= 2:
+                self.series = series
+
+    def _check_series(self, series: dict[str, list], path: Path) -> None:
+        """Every sample names a port of ports.parquet, and the samples make a grid of
+        times by ports (what `series_matrix` lays out) no larger than the table."""
+        ports = len(self.ports["role"])
+        indices = np.asarray(series["port_index"], dtype=np.int64)
+        if len(indices) and (indices.min() < 0 or indices.max() >= ports):
+            raise ValueError(
+                f"run table {shown_path(path)}: port_index runs from {indices.min()} to "
+                f"{indices.max()}, but ports.parquet has ports 0 to {ports - 1}"
+            )
+        times = len(set(series["time_ps"]))
+        if times * ports > len(indices):
+            raise ValueError(
+                f"run table {shown_path(path)}: {len(indices)} rows do not hold each of the "
+                f"{ports} ports at each of its {times} sample times"
+            )
 
     def headline(self, dotted: str) -> object:
         value: object = self.summary
@@ -72,7 +134,7 @@ class Run:
 
     def switch_ports(self) -> np.ndarray:
         """Which egress ports belong to switches (every role but "host")."""
-        return np.array([r != "host" for r in self.ports["role"]])
+        return np.array([r != "host" for r in self.ports["role"]], dtype=bool)
 
     def switch_series(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(sample times in ms, Gbit/s leaving switch ports over each interval ending at
@@ -81,27 +143,45 @@ class Run:
         t, tx = self.series_matrix("tx_bytes")
         rate = np.diff(tx[:, switch].sum(axis=1)) * 8 / np.diff(t) / 1e9
         _, q = self.series_matrix("queue_packets")
-        return t * 1e3, rate, q[:, switch].max(axis=1)
+        return t * 1e3, rate, q[:, switch].max(axis=1, initial=0)
 
     def series_matrix(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """(sample times in s, samples × ports) of a time-series column."""
         assert self.series is not None
         times = np.asarray(self.series["time_ps"])
-        ports = np.asarray(self.series["port_index"])
+        ports = np.asarray(self.series["port_index"], dtype=np.int64)
         values = np.asarray(self.series[column], dtype=np.float64)
         stamps = np.unique(times)
-        matrix = np.zeros((len(stamps), int(ports.max()) + 1))
+        matrix = np.zeros((len(stamps), len(self.ports["role"])))
         matrix[np.searchsorted(stamps, times), ports] = values
         return stamps / PS_PER_SECOND, matrix
+
+
+def _slowdowns(summary: dict, where: str) -> dict[str, tuple[float, float]]:
+    """Each size class's (mean, p99) slowdown from a summary, 0 where no flow finished."""
+    classes = summary.get("slowdown", {})
+    if not isinstance(classes, dict):
+        raise ValueError(
+            f"{where}: slowdown is {json_kind(classes)}, not an object of size classes"
+        )
+    out = {}
+    for bucket in BUCKETS:
+        figures = classes.get(bucket, {})
+        if not isinstance(figures, dict):
+            raise ValueError(f"{where}: slowdown.{bucket} is {json_kind(figures)}, not an object")
+        mean, p99 = (
+            number(figures.get(s), f"slowdown.{bucket}.{s}", where) for s in ("mean", "p99")
+        )
+        out[bucket] = (mean or 0.0, p99 or 0.0)
+    return out
 
 
 def _slowdown_plot(runs: list[Run], ax: plt.Axes) -> None:
     width = 0.8 / len(runs)
     x = np.arange(len(BUCKETS))
     for i, run in enumerate(runs):
-        s = run.summary.get("slowdown", {})
-        means = [s.get(b, {}).get("mean") or 0.0 for b in BUCKETS]
-        p99 = [s.get(b, {}).get("p99") or 0.0 for b in BUCKETS]
+        means = [run.slowdowns[b][0] for b in BUCKETS]
+        p99 = [run.slowdowns[b][1] for b in BUCKETS]
         bars = ax.bar(x + i * width, means, width, label=f"{run.name} mean")
         ax.scatter(x + i * width, p99, marker="_", s=300, color=bars.patches[0].get_facecolor())
     ax.set_xticks(x + width * (len(runs) - 1) / 2, BUCKETS)
@@ -229,7 +309,8 @@ def _fmt(value: object) -> str:
         return "–"
     if isinstance(value, float):
         return f"{value:.4g}"
-    return html.escape(str(value))
+    # A hand-edited summary may hold anything here: a cell shows its start.
+    return html.escape(shortened(str(value), 60))
 
 
 SEED_SUFFIX = re.compile(r",?seed\d+$")
@@ -242,10 +323,13 @@ def _expand(folders: list[Path]) -> tuple[list[Run], dict[str, list[Run]]]:
     runs: list[Run] = []
     groups: dict[str, list[Run]] = {}
     for folder in map(Path, folders):
-        if (folder / "summary.json").exists() or not folder.is_dir():
+        if is_run_folder(folder) or not os.path.isdir(folder):
             runs.append(Run(folder))
             continue
-        points = sorted(p for p in folder.iterdir() if (p / "summary.json").exists())
+        try:
+            points = sorted(p for p in folder.iterdir() if is_run_folder(p))
+        except OSError as e:
+            raise ValueError(f"{shown_path(folder)} cannot be read: {e.strerror}") from None
         if not points:
             runs.append(Run(folder))  # not a run folder: Run says so
         for point in points:
@@ -267,7 +351,8 @@ def _sweep_table(groups: dict[str, list[Run]]) -> str:
     for key, label in HEADLINES:
         cells = []
         for runs in groups.values():
-            values = [v for r in runs if isinstance(v := r.headline(key), (int, float))]
+            figures = (number(r.headline(key), key, r.where) for r in runs)
+            values = [v for v in figures if v is not None]
             if not values:
                 cells.append("<td>–</td>")
                 continue
@@ -286,7 +371,17 @@ def write_report(folders: list[Path], out: Path) -> Path:
     if not folders:
         raise ValueError("give at least one run folder")
     runs, groups = _expand(folders)
-    plots = Path(out) / "plots"
+    try:
+        return _write(runs, groups, [Path(f).name for f in folders], Path(out))
+    except OSError as e:
+        raise ValueError(
+            f"the report cannot be written to {shown_path(out)}: {e.strerror}; give --out a "
+            "folder that can be written"
+        ) from None
+
+
+def _write(runs: list[Run], groups: dict[str, list[Run]], shown: list[str], out: Path) -> Path:
+    plots = out / "plots"
     plots.mkdir(parents=True, exist_ok=True)
     images: list[tuple[str, str]] = []
 
@@ -312,7 +407,6 @@ def write_report(folders: list[Path], out: Path) -> Path:
         f"<figcaption>{html.escape(t)}</figcaption></figure>"
         for t, data in images
     )
-    shown = [Path(f).name for f in folders]
     title = "Isthmus report: " + ", ".join(shown[:4]) + (" ..." if len(shown) > 4 else "")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
@@ -330,6 +424,6 @@ figure {{ margin: 1em 0; }} img {{ max-width: 100%; }} .plot {{ margin: 1em 0; }
 {figures}
 </body></html>
 """
-    page_path = Path(out) / "report.html"
+    page_path = out / "report.html"
     page_path.write_text(page)
     return page_path
