@@ -149,3 +149,20 @@ def test_damaged_trace_and_flow_list_files_are_one_clear_error(tmp_path, secrets
         # Whatever the file or name, the message stays a line or so (the bundled names
         # listed are the longest part).
         assert len(result.output) < 1200 and "Traceback" not in result.output
+
+
+def test_a_long_name_or_value_is_quoted_cut_short(tmp_path):
+    from isthmus import Topology
+    from isthmus.flows import Poisson, generate_flows
+
+    long = "z" * 200_000
+    with pytest.raises(ValueError, match="pattern 'zzz") as pattern:
+        generate_flows(
+            Topology.leaf_spine(1, 2, 2), pattern=long, arrivals=Poisson(load=0.5), stop="1ms"
+        )
+    with pytest.raises(ValueError, match="no link trace 'zzz") as bare:
+        load_trace(long, tmp_path)
+    with pytest.raises(ValueError, match="File name too long|does not exist") as path_like:
+        size_distribution("d/" * 50_000, tmp_path)
+    for error in (pattern, bare, path_like):
+        assert len(str(error.value)) < 1000, len(str(error.value))

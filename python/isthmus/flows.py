@@ -23,6 +23,7 @@ from pydantic import Field, model_validator
 
 from isthmus import _core, units
 from isthmus.fields import Index, PositiveInt, Size, Strict, Time
+from isthmus.inputs import excerpt
 from isthmus.topology import Topology
 from isthmus.workload import SizeDistribution, size_distribution
 
@@ -108,7 +109,7 @@ def _pattern_spec(pattern: Pattern) -> dict:
         return pattern.model_dump()
     if pattern not in get_args(SimplePattern):
         raise ValueError(
-            f"pattern {pattern!r} is not one of {', '.join(get_args(SimplePattern))}; "
+            f"pattern {excerpt(str(pattern))} is not one of {', '.join(get_args(SimplePattern))}; "
             "stride, incast and one_to_many take their fields (e.g. Stride(stride=4))"
         )
     return {"kind": pattern}
