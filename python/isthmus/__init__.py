@@ -7,10 +7,9 @@ sim.run("2ms")
 sim.flows()["bytes_delivered"]
 """
 
-from __future__ import annotations
-
-# typing.TYPE_CHECKING without importing typing (milliseconds): the console script
-# imports this module before it can install its Ctrl-C handler (isthmus.entry).
+# No imports at all (not typing, not __future__): the console script imports this
+# module before it can install its Ctrl-C handler (isthmus.entry), and a Ctrl-C
+# during an import would end in a traceback. TYPE_CHECKING is typing's, spelt out.
 TYPE_CHECKING = False
 
 # Loaded on first use, so `import isthmus.<module>` (the command line's entry point
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
     from isthmus.topology import Link, Topology
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name not in _EXPORTS:
         raise AttributeError(f"module 'isthmus' has no attribute {name!r}")
     import importlib

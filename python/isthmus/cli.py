@@ -310,7 +310,8 @@ def _report_abandoned_partials() -> None:
     writing, and says so: the user may wonder where a run's output went."""
     for folder in remove_abandoned_partials():
         errors.print(
-            _literal(f"removed {folder}: a run folder half-written by a run that was killed")
+            _literal(f"removed {folder}: a run folder half-written by a run that was killed"),
+            soft_wrap=True,
         )
 
 

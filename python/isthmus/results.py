@@ -152,8 +152,9 @@ most 7 digits) must fit in a file name, 255 bytes on most filesystems."""
 RECORD_BYTES = 4096
 """A record holds one path: more than this is not a record this module wrote."""
 
-_writing: set[Path] = set()
-"""The partial folders this process is writing now (see `abandon_partials`)."""
+_writing: dict[Path, Path | None] = {}
+"""The partial folders this process is writing now, each with its note in the record
+(see `abandon_partials`)."""
 
 
 def remove_stale_partials(folder: Path) -> list[Path]:
@@ -219,10 +220,17 @@ def _note_partial(partial: Path) -> Path | None:
 
 
 def abandon_partials() -> None:
-    """Removes the partial folders this process is writing: for a signal handler that
-    ends the process at once (os._exit), skipping the writer's own clean-up."""
-    for partial in list(_writing):
+    """Removes the partial folders this process is writing, and their notes: for a
+    signal handler that ends the process at once (os._exit), skipping the writer's own
+    clean-up."""
+    for partial, note in list(_writing.items()):
         shutil.rmtree(partial, ignore_errors=True)
+        _forget(note)
+
+
+def _forget(note: Path | None) -> None:
+    if note is not None:
+        note.unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:
@@ -250,10 +258,11 @@ def write_run(sim: Simulation, out: Path, *, scenario_text: str, summary: dict) 
     partial = out.parent / f".{out.name}.partial-{os.getpid()}"
     if partial.exists():
         shutil.rmtree(partial)
-    # Known to the signal handlers and noted in the record before it exists: an
-    # interrupt at any instant from here on leaves nothing behind.
-    _writing.add(partial)
-    note = _note_partial(partial)
+    # Known to the signal handlers before it exists, then noted in the record: an
+    # interrupt at any instant from here on leaves nothing behind (a note made but not
+    # yet known here names a writer that is gone, and the next run removes it).
+    _writing[partial] = None
+    _writing[partial] = _note_partial(partial)
     try:
         partial.mkdir()
         pq.write_table(pa.table(flow_frame(sim)), partial / "flows.parquet")
@@ -271,7 +280,5 @@ def write_run(sim: Simulation, out: Path, *, scenario_text: str, summary: dict) 
         shutil.rmtree(partial, ignore_errors=True)
         raise
     finally:
-        _writing.discard(partial)
-        if note is not None:
-            note.unlink(missing_ok=True)
+        _forget(_writing.pop(partial))
     return out
