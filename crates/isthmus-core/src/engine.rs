@@ -661,9 +661,17 @@ impl Engine {
         config: &crate::transport::dcqcn::DcqcnConfig,
     ) -> Result<u32, String> {
         config.validate()?;
+        self.check_new_flow(src, dst)?;
+        // InfiniBand's local ACK timeout: at least twice the path's packet lifetime.
+        let data = config.mtu_payload + crate::transport::dcqcn::ROCE_HEADER_BYTES;
+        let ack = crate::transport::dcqcn::ROCE_HEADER_BYTES;
+        let lifetime = self
+            .packet_lifetime(src, dst, data)?
+            .saturating_add(self.packet_lifetime(dst, src, ack)?);
+        let timeout = config.retransmit_timeout.max(lifetime);
         self.add_transfer(src, dst, size, start, (64_000, 4791), |_| {
             Transport::Dcqcn(Box::new(crate::transport::dcqcn::DcqcnFlow::new(
-                *config, size, start,
+                *config, size, start, timeout,
             )))
         })
     }
@@ -1120,7 +1128,7 @@ impl Engine {
             record.nic_queued_bytes += packet.size as u64;
         }
         if packet.payload > 0 && packet.src == record.src {
-            let token = crate::transport::tcp::NIC_REFUSED_TOKEN;
+            let token = crate::transport::NIC_REFUSED_TOKEN;
             self.events
                 .push(self.now, EventKind::FlowTimer { flow, token });
         }
@@ -1576,7 +1584,7 @@ impl Engine {
         record.nic_queued_bytes -= size;
         if record.nic_blocked {
             record.nic_blocked = false;
-            let token = crate::transport::tcp::NIC_DRAINED_TOKEN;
+            let token = crate::transport::NIC_DRAINED_TOKEN;
             self.events
                 .push(self.now, EventKind::FlowTimer { flow, token });
         }
@@ -1722,9 +1730,43 @@ impl Engine {
     }
 
     fn one_way(&self, src: u32, dst: u32, bytes: u32) -> Result<Time, String> {
+        self.along_route(src, dst, |_, port| port.serialization(bytes) + port.delay)
+    }
+
+    /// The longest a `bytes` packet from host `src` can take to reach host `dst` on the
+    /// default route: every switch queue on the way full (its limit, or the switch's
+    /// shared buffer if smaller), then serialisation and propagation at each hop. The
+    /// source's own NIC queue is left out: a sender that waits for its NIC (DCQCN) has at
+    /// most one packet there. InfiniBand calls it the path's packet lifetime.
+    pub fn packet_lifetime(&self, src: u32, dst: u32, bytes: u32) -> Result<Time, String> {
+        let shared = self.config.shared_buffer.map_or(u64::MAX, |s| s.bytes);
+        self.along_route(src, dst, |node, port| {
+            let queue = match self.nodes[node as usize].kind {
+                NodeKind::Switch => {
+                    let full = match port.queue.config.limit {
+                        Limit::Packets(n) => n.saturating_mul(bytes as u64),
+                        Limit::Bytes(b) => b,
+                    };
+                    let bits = full.min(shared) as u128 * 8;
+                    (bits * SEC as u128 / port.rate.max(1) as u128).min(Time::MAX as u128) as Time
+                }
+                NodeKind::Host => 0,
+            };
+            queue + port.serialization(bytes) + port.delay
+        })
+    }
+
+    /// The sum of `cost(node, egress port)` over the hops of the default route's first
+    /// choice at each node from host `src` to host `dst`.
+    fn along_route(
+        &self,
+        src: u32,
+        dst: u32,
+        cost: impl Fn(u32, &Port) -> Time,
+    ) -> Result<Time, String> {
         let target = self.topology.hosts[dst as usize];
         let mut node = self.topology.hosts[src as usize];
-        let mut total = 0;
+        let mut total: Time = 0;
         while node != target {
             let &local = self
                 .routes
@@ -1732,7 +1774,7 @@ impl Engine {
                 .first()
                 .ok_or_else(|| format!("no route from host {src} to host {dst}"))?;
             let port = &self.ports[(self.nodes[node as usize].first_port + local as u32) as usize];
-            total += port.serialization(bytes) + port.delay;
+            total = total.saturating_add(cost(node, port));
             node = self.ports[port.peer as usize].node;
         }
         Ok(total)

@@ -2,7 +2,10 @@
 //! 2015): a rate-based RDMA-like flow with go-back-N reliability.
 //!
 //! The reaction point (the sender):
-//! 1. sends packets paced at its current rate Rc, starting at line rate;
+//! 1. sends packets paced at its current rate Rc, starting at line rate, each when its
+//!    NIC can put it on the wire: an RDMA NIC builds a queue pair's next packet only
+//!    once its last has left (a PFC pause holds the queue pair, not a queue of its
+//!    packets), so a packet waits at its host's NIC only behind other queue pairs';
 //! 2. on a CNP: remembers Rc as the target Rt, cuts Rc ← Rc·(1 − α/2), raises
 //!    α ← (1 − g)·α + g, and restarts its increase machinery;
 //! 3. every `alpha_period` without a CNP, decays α ← (1 − g)·α;
@@ -13,13 +16,28 @@
 //!
 //! The notification point (the receiver) answers CE-marked packets with a CNP, at most
 //! one per `cnp_interval` per flow. The congestion point is the switch's ramp marker
-//! (Kmin, Kmax, Pmax) from the data plane. Out-of-order arrivals (a loss without PFC)
-//! trigger one NAK per gap; the sender goes back to the NAKed packet. A timeout
-//! retransmits from the first unacknowledged packet if even the NAK was lost.
+//! (Kmin, Kmax, Pmax) from the data plane.
+//!
+//! Reliability is a RoCE NIC's reliable connection: the sender asks for an ACK (the BTH
+//! AckReq bit) on every `ack_every`-th packet and on the last; the receiver ACKs each
+//! request cumulatively, a duplicate one too. Out-of-order arrivals (a loss without PFC)
+//! trigger one NAK per gap; the sender goes back to the NAKed packet (go-back-N). The
+//! loss timer runs from when the oldest unanswered ACK request left, for the local ACK
+//! timeout InfiniBand prescribes: at least twice the path's packet lifetime (the
+//! longest a packet can take with every queue on its path full, there and back;
+//! `Engine::packet_lifetime`), and at least `retransmit_timeout`, the same for every
+//! retry (InfiniBand retries without backing off). Only when it expires, a loss the
+//! NAKs missed, does the sender go back to the first unacknowledged packet. The receiver
+//! NAKs a gap once, until the missing packet arrives (InfiniBand's rule), so a resent
+//! packet lost again is found by the timer. (A fixed 1 ms
+//! timer from the first unacknowledged packet's departure, as before, fired on every
+//! path slower than 16 packets of 1 KB a millisecond, and whenever queues held a
+//! request longer, lossless or not.)
 
 use super::timer::Timer;
 use crate::packet::{Packet, PacketHeader, ECN_CE, ECN_ECT0, PROTO_UDP};
 use crate::units::{serialization_time, Rate, Time, MS, US};
+use std::collections::VecDeque;
 
 /// IPv4 + UDP + InfiniBand BTH (12 B) headers of RoCEv2.
 pub const ROCE_HEADER_BYTES: u32 = 40;
@@ -27,13 +45,15 @@ pub const ROCE_HEADER_BYTES: u32 = 40;
 const SEND_TIMER: u32 = 0;
 const INCREASE_TIMER: u32 = 1;
 const ALPHA_TIMER: u32 = 2;
-const LOSS_TIMER: u32 = 3;
+const LOSS_TIMER: u32 = 5;
 
 /// Packet kinds on the wire (carried in the packet's TCP-flags field).
 const DATA: u8 = 0;
 const ACK: u8 = 1;
 const NAK: u8 = 2;
 const CNP: u8 = 3;
+/// A data packet that asks the receiver for an ACK (the BTH AckReq bit).
+const DATA_ACK_REQUEST: u8 = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DcqcnConfig {
@@ -48,8 +68,11 @@ pub struct DcqcnConfig {
     pub rate_ai: Rate,
     pub rate_hai: Rate,
     pub cnp_interval: Time,
-    /// ACK every this many packets (progress reports; losses are NAKed at once).
+    /// The sender asks for an ACK every this many packets (progress reports; losses
+    /// are NAKed at once).
     pub ack_every: u32,
+    /// The least loss timeout (a flow's own is also at least twice its path's packet
+    /// lifetime).
     pub retransmit_timeout: Time,
     pub min_rate: Rate,
 }
@@ -90,9 +113,10 @@ impl DcqcnConfig {
             || self.byte_counter == 0
             || self.cnp_interval == 0
             || self.ack_every == 0
+            || self.retransmit_timeout == 0
         {
             return Err(
-                "DCQCN periods, byte counter, CNP interval and ack_every must be positive".into(),
+                "DCQCN periods, byte counter, CNP interval, ack_every and the retransmit timeout must be positive".into(),
             );
         }
         Ok(())
@@ -117,13 +141,19 @@ pub struct DcqcnFlow {
     increase_timer: Timer,
     alpha_timer: Timer,
     loss_timer: Timer,
+    /// ACK requests not yet answered, oldest first: (packets the ACK will cover, when
+    /// the request left, whether it was a retransmission).
+    requests: VecDeque<(u64, Time)>,
+    /// The loss timeout (see the module's documentation).
+    timeout: Time,
     // receiver
     expected: u64,
     nak_sent_for: Option<u64>,
     last_cnp: Option<Time>,
-    since_ack: u32,
     /// Highest packet number sent so far, plus one.
     high_water: u64,
+    /// The next packet is due but its last still waits at the NIC.
+    waiting_for_nic: bool,
     /// CNPs the sender has reacted to.
     pub cnps: u64,
     /// A controller's hold, and its rate cap (host-side pacing).
@@ -132,7 +162,9 @@ pub struct DcqcnFlow {
 }
 
 impl DcqcnFlow {
-    pub fn new(cfg: DcqcnConfig, size: u64, start: Time) -> DcqcnFlow {
+    /// A flow of `size` bytes from `start` whose loss timeout is `timeout` (its path's:
+    /// see the module's documentation).
+    pub fn new(cfg: DcqcnConfig, size: u64, start: Time, timeout: Time) -> DcqcnFlow {
         DcqcnFlow {
             cfg,
             size,
@@ -150,11 +182,13 @@ impl DcqcnFlow {
             increase_timer: Timer::default(),
             alpha_timer: Timer::default(),
             loss_timer: Timer::default(),
+            requests: VecDeque::new(),
+            timeout,
             expected: 0,
             nak_sent_for: None,
             last_cnp: None,
-            since_ack: 0,
             high_water: 0,
+            waiting_for_nic: false,
             cnps: 0,
             held: false,
             cap: None,
@@ -195,7 +229,7 @@ impl DcqcnFlow {
             payload,
             seq: seq as u32,
             tcp_flags: kind,
-            ecn: if kind == DATA { ECN_ECT0 } else { 0 },
+            ecn: if from_sender { ECN_ECT0 } else { 0 },
             flow: io.flow,
             remaining: self.size.saturating_sub(seq * self.cfg.mtu_payload as u64),
             created: io.now,
@@ -234,6 +268,11 @@ impl DcqcnFlow {
                         .set(now + self.cfg.timer, INCREASE_TIMER, io.out);
                 }
             }
+            super::NIC_DRAINED_TOKEN => {
+                if std::mem::take(&mut self.waiting_for_nic) {
+                    self.send_next(io);
+                }
+            }
             ALPHA_TIMER => {
                 if self.alpha_timer.fire(token, now, ALPHA_TIMER, io.out) && !self.done_sending() {
                     if !self.cnp_since_alpha_update {
@@ -249,7 +288,7 @@ impl DcqcnFlow {
                     && self.acked < self.packets()
                 {
                     io.record.timeouts += 1;
-                    self.next_seq = self.acked;
+                    self.go_back_to(self.acked);
                     self.schedule_send(io, now);
                 }
             }
@@ -259,6 +298,27 @@ impl DcqcnFlow {
 
     fn done_sending(&self) -> bool {
         self.acked >= self.packets()
+    }
+
+    /// Go-back-N: the next packet sent is `seq`; requests at or past it are moot (the
+    /// packets that carried them go again, asking again).
+    fn go_back_to(&mut self, seq: u64) {
+        self.next_seq = seq;
+        while self
+            .requests
+            .back()
+            .is_some_and(|&(covers, _)| covers > seq)
+        {
+            self.requests.pop_back();
+        }
+    }
+
+    /// Runs the loss timer for the oldest unanswered ACK request, or stops it.
+    fn arm_loss_timer(&mut self, io: &mut Io) {
+        match self.requests.front() {
+            Some(&(_, sent)) => self.loss_timer.set(sent + self.timeout, LOSS_TIMER, io.out),
+            None => self.loss_timer.cancel(),
+        }
     }
 
     fn schedule_send(&mut self, io: &mut Io, at: Time) {
@@ -283,12 +343,19 @@ impl DcqcnFlow {
         if self.held || self.next_seq >= self.packets() {
             return;
         }
+        if io.record.nic_queued_bytes > 0 {
+            io.record.nic_blocked = true;
+            self.waiting_for_nic = true;
+            return;
+        }
         let seq = self.next_seq;
         let payload = self.payload_of(seq);
         if seq < self.high_water {
             io.record.retransmissions += 1;
         }
-        let pkt = self.packet(io, true, DATA, seq, payload);
+        let asks = (seq + 1).is_multiple_of(self.cfg.ack_every as u64) || seq + 1 == self.packets();
+        let kind = if asks { DATA_ACK_REQUEST } else { DATA };
+        let pkt = self.packet(io, true, kind, seq, payload);
         io.record.bytes_sent += payload as u64;
         let wire = pkt.size;
         Self::emit(io, pkt);
@@ -300,9 +367,11 @@ impl DcqcnFlow {
             self.byte_stage += 1;
             self.increase();
         }
-        if !self.loss_timer.is_set() {
-            self.loss_timer
-                .set(io.now + self.cfg.retransmit_timeout, LOSS_TIMER, io.out);
+        if asks {
+            self.requests.push_back((seq + 1, io.now));
+            if self.requests.len() == 1 {
+                self.arm_loss_timer(io);
+            }
         }
         if self.next_seq < self.packets() {
             let rate = self.cap.map_or(self.rate, |cap| self.rate.min(cap as f64));
@@ -353,19 +422,19 @@ impl DcqcnFlow {
                 let upto = self.unwrap(pkt.seq, self.acked);
                 if upto > self.acked {
                     self.acked = upto;
-                    if self.done_sending() {
-                        self.loss_timer.cancel();
-                    } else {
-                        self.loss_timer.set(
-                            io.now + self.cfg.retransmit_timeout,
-                            LOSS_TIMER,
-                            io.out,
-                        );
+                    while self
+                        .requests
+                        .front()
+                        .is_some_and(|&(covers, _)| covers <= upto)
+                    {
+                        self.requests.pop_front();
                     }
+                    self.arm_loss_timer(io);
                 }
                 if pkt.tcp_flags == NAK && self.next_seq > upto {
                     // Go back N: resend from the first packet the receiver lacks.
-                    self.next_seq = upto;
+                    self.go_back_to(upto);
+                    self.arm_loss_timer(io);
                     if !self.send_timer.is_set() {
                         self.schedule_send(io, io.now);
                     }
@@ -392,11 +461,18 @@ impl DcqcnFlow {
             Self::emit(io, cnp);
         }
         let seq = self.unwrap(pkt.seq, self.expected);
-        if seq != self.expected {
-            if seq > self.expected {
-                io.record.out_of_order += 1;
+        let asks = pkt.tcp_flags == DATA_ACK_REQUEST;
+        if seq < self.expected {
+            // A duplicate: its request is answered again (its ACK may have been lost).
+            if asks {
+                let ack = self.packet(io, false, ACK, self.expected, 0);
+                Self::emit(io, ack);
             }
-            if seq > self.expected && self.nak_sent_for != Some(self.expected) {
+            return false;
+        }
+        if seq > self.expected {
+            io.record.out_of_order += 1;
+            if self.nak_sent_for != Some(self.expected) {
                 self.nak_sent_for = Some(self.expected);
                 let nak = self.packet(io, false, NAK, self.expected, 0);
                 Self::emit(io, nak);
@@ -410,9 +486,7 @@ impl DcqcnFlow {
         r.first_delivery.get_or_insert(now);
         r.last_delivery = Some(now);
         let complete = self.expected == self.packets();
-        self.since_ack += 1;
-        if complete || self.since_ack >= self.cfg.ack_every {
-            self.since_ack = 0;
+        if asks {
             let ack = self.packet(io, false, ACK, self.expected, 0);
             Self::emit(io, ack);
         }

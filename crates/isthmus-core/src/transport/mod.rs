@@ -22,6 +22,13 @@ use crate::units::{Rate, Time};
 const APP_TIMER: u32 = 30;
 const REGULATOR_TIMER: u32 = 31;
 
+/// Tokens the engine itself sends a flow's transport (kinds no transport timer uses):
+/// the flow's packets waiting at its source host's NIC have drained (a sender waiting
+/// for that may go on), and the NIC queue refused one of its segments (TCP's local
+/// congestion, see `tcp::TcpConfig::small_queue_time`).
+pub const NIC_DRAINED_TOKEN: u32 = 3;
+pub const NIC_REFUSED_TOKEN: u32 = 4;
+
 /// What a transport asks of the engine after handling one event.
 #[derive(Default)]
 pub struct Outbox {

@@ -46,12 +46,10 @@ const PACING_TIMER: u32 = 2;
 /// The engine's wake-up for a sender that stopped for small-queue backpressure: its
 /// NIC queue drained. Not a restartable timer: a spare wake-up only sends what the
 /// windows allow.
-const NIC_TIMER: u32 = 3;
-pub const NIC_DRAINED_TOKEN: u32 = NIC_TIMER;
+const NIC_TIMER: u32 = super::NIC_DRAINED_TOKEN;
 /// The engine's notice that the host's NIC queue refused one of this sender's segments
 /// (it waits in the host until the queue has room).
-const NIC_REFUSED: u32 = 4;
-pub const NIC_REFUSED_TOKEN: u32 = NIC_REFUSED;
+const NIC_REFUSED: u32 = super::NIC_REFUSED_TOKEN;
 
 /// DCTCP parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
