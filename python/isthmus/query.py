@@ -22,9 +22,9 @@ from isthmus.run_files import flatten, read_summary, run_folders, table_path, ta
 
 RUN_TABLES = ("flows", "ports", "timeseries", "rounds")
 # Lines of DuckDB's message shown: it quotes the query, which may be very long.
-MOST_ERROR_LINES = 12
+MOST_ERROR_LINES = 6
 FILES_REFUSED = (
-    "\na query reads the run folders' views and nothing else (no files, no databases, no "
+    "; a query reads the run folders' views and nothing else (no files, no databases, no "
     "extensions); `isthmus query --csv FILE` writes a result"
 )
 
@@ -101,7 +101,7 @@ def query(sql: str, root: Path) -> pa.Table:
         return pa.table({}) if relation is None else relation.to_arrow_table()
     except (duckdb.Error, pa.ArrowException) as e:
         hint = FILES_REFUSED if isinstance(e, duckdb.PermissionException) else ""
-        raise ValueError(f"{_message(e)}{hint}\n(views here: {', '.join(_views(con))})") from None
+        raise ValueError(f"{_message(e)}{hint} (views here: {', '.join(_views(con))})") from None
 
 
 def _views(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -113,9 +113,12 @@ def _views(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def _message(error: Exception) -> str:
-    """DuckDB's message, each line cut short, and without its "Did you mean": that may
-    name DuckDB's catalog tables (pg_indexes ...)."""
+    """DuckDB's message as one line: its lines joined, each cut short, without the caret
+    under the query (it points nowhere on one line) or the "Did you mean" (it may name
+    DuckDB's catalog tables, pg_indexes ...)."""
     lines = [
-        shortened(line) for line in str(error).splitlines() if not line.startswith("Did you mean")
+        shortened(line.strip())
+        for line in str(error).splitlines()
+        if line.strip() and not line.startswith("Did you mean") and set(line.strip()) != {"^"}
     ]
-    return "\n".join(lines[:MOST_ERROR_LINES])
+    return "; ".join(lines[:MOST_ERROR_LINES])
