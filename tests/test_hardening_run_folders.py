@@ -393,3 +393,11 @@ def test_fuzzed_run_folders_give_a_result_or_one_error(good_run, tmp_path_factor
         assert result.exit_code in (0, 2), (command, result.output, result.exception)
         if result.exit_code == 2:
             one_clean_line(result, None)
+
+
+def test_a_run_folder_given_as_dot_is_named_by_its_folder(good_run, monkeypatch):
+    from isthmus.query import query
+
+    monkeypatch.chdir(good_run)
+    names = query("SELECT DISTINCT f.run AS f, r.run AS r FROM flows f, runs r", Path("."))
+    assert names.to_pylist() == [{"f": good_run.name, "r": good_run.name}]

@@ -70,7 +70,8 @@ def _summary_rows(folders: list[Path]) -> pa.Table:
 def connect(root: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the views over every run under `root`, and
     no other file within reach: a query cannot read, write or attach anything else."""
-    folders = run_folders(root)
+    # Absolute, so that `--runs .` or `..` still names each run by its folder.
+    folders = [Path(os.path.abspath(f)) for f in run_folders(root)]
     datasets = {table: _table_dataset(table, folders) for table in RUN_TABLES}
     summaries = _summary_rows(folders)
     con = duckdb.connect(config={"enable_external_access": False})
