@@ -68,7 +68,8 @@ def star_incast(senders: int, **network) -> Simulation:
 def test_a_lossless_120_to_1_dcqcn_incast_never_times_out():
     # The switch holds the whole incast (12 MB: 9.6 ms at 10 Gb/s), so a request can
     # wait longer than 1 ms without being lost: InfiniBand's timeout, twice the path's
-    # packet lifetime, waits for it. A 1 ms timer resent 2.2x the data here, 0 dropped.
+    # packet lifetime, waits for it. A 1 ms timer from the first unacknowledged packet
+    # timed out 838 times here, resent 4.8x the data and ended 14 % later, 0 dropped.
     sim = star_incast(
         120, switch_queue="12MB", shared_buffer="12MB", pfc=("100KB", "80KB", [0], 0.125)
     )
