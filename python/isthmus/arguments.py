@@ -103,6 +103,9 @@ def whole_list(
 def _quantity(parse: Callable[[Any], Any], kind: str, value: object, name: str) -> Any:
     if isinstance(value, str) and len(value) > MAX_QUANTITY_CHARS:
         raise ValueError(f"{name}: {shown(value)} is too long to be a {kind}")
+    if isinstance(value, str) and not value.isprintable():
+        # The parser would quote it raw, control characters and all.
+        raise ValueError(f"{name}: invalid {kind} {shown(value)}: it holds unprintable characters")
     try:
         return parse(value)
     except ValueError as e:

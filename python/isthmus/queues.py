@@ -227,9 +227,14 @@ def checked(build, name: str, *args, **fields):
         raise ValueError(f"{name}: {problems}") from None
 
 
-def ramp_marker(kmin: str, kmax: str, pmax: float) -> dict:
-    """The engine's form of a ramp marker from kmin to kmax, reaching pmax (`Ramp`)."""
-    return _aqm_core(checked(Ramp, "marking", kind="ramp", kmin=kmin, kmax=kmax, pmax=pmax))
+def ramp_marker(
+    kmin: str, kmax: str, pmax: float, names: tuple[str, str] = ("kmin", "kmax")
+) -> dict:
+    """The engine's form of a ramp marker from kmin to kmax, reaching pmax (`Ramp`);
+    `names` are the caller's names for kmin and kmax, for messages."""
+    for value, name in zip((kmin, kmax), names, strict=True):
+        arguments.queue_limit(value, name)
+    return _aqm_core(checked(Ramp, "ECN marking", kind="ramp", kmin=kmin, kmax=kmax, pmax=pmax))
 
 
 def queue_config(

@@ -136,7 +136,7 @@ def _bcn(bcn: dict | None) -> tuple[float, float, float, float] | None:
     unknown = sorted(set(bcn) - set(BcnPoints.model_fields))
     if unknown:
         raise ValueError(
-            f"unknown BCN field(s) {', '.join(map(str, unknown))}; use "
+            f"bcn: unknown BCN field(s) {', '.join(map(str, unknown))}; use "
             f"{', '.join(BcnPoints.model_fields)}"
         )
     points = checked(BcnPoints.model_validate, "bcn", bcn)
@@ -187,7 +187,10 @@ def _within(high: int, what: str) -> Callable[[object, str], int]:
 
 
 def _timeout(value: object, name: str) -> int:
-    return instant(arguments.duration(value, name), name)
+    timeout = instant(arguments.duration(value, name), name)
+    if timeout == 0:
+        raise ValueError(f"{name} must be longer than 0 ps (leave it out for none)")
+    return timeout
 
 
 # What an entry's action may say, each field with its check (the engine's widths).
@@ -216,16 +219,31 @@ ENTRY_FIELDS: dict[str, Callable[[object, str], object]] = {
 }
 
 
+# Entry fields that name a port of the entry's own switch.
+LOCAL_PORT_FIELDS = ("in_port", "output")
+
+
 def entry_fields(
-    given: dict[str, object], allowed: dict[str, Callable[[object, str], object]]
+    given: dict[str, object],
+    allowed: dict[str, Callable[[object, str], object]],
+    switch: str,
+    ports: int,
 ) -> dict[str, object]:
-    """`given` checked field by field (None: not given)."""
+    """`given` checked field by field (None: not given) for an entry on `switch`, which
+    has `ports` ports."""
     unknown = set(given) - set(allowed)
     if unknown:
         raise ValueError(
             f"unknown entry field(s) {', '.join(sorted(unknown))}; use {', '.join(allowed)}"
         )
-    return {key: allowed[key](value, key) for key, value in given.items() if value is not None}
+    fields = {key: allowed[key](value, key) for key, value in given.items() if value is not None}
+    for key in LOCAL_PORT_FIELDS:
+        if key in fields and fields[key] >= ports:
+            raise ValueError(
+                f"{key}: port {fields[key]} does not exist on switch '{switch}' (it has ports "
+                f"0..{ports - 1})"
+            )
+    return fields
 
 
 class Simulation:
@@ -669,19 +687,26 @@ class Simulation:
 
     def link_index(self, a: int | str, b: int | str) -> int:
         """The index (in `topology.links()`) of the first link between two nodes."""
-        ia, ib = self.node_index(a), self.node_index(b)
+        ia, ib = self.node_index(a, "a"), self.node_index(b, "b")
         links = self.topology.links()
         for i, (x, y) in enumerate(zip(links["a"].tolist(), links["b"].tolist(), strict=True)):
             if {x, y} == {ia, ib}:
                 return i
-        raise ValueError(f"no link between {a!r} and {b!r}")
+        raise ValueError(
+            f"no link between {arguments.shown(a)} and {arguments.shown(b)} (arguments a and b)"
+        )
 
     def port_towards(self, node: int | str, neighbour: int | str) -> int:
         """The local port of `node` that faces `neighbour`."""
         from isthmus.control.portmap import PortMap  # it builds on Simulation
 
         ports = PortMap(self)
-        return ports.port_towards(ports.node(node), ports.node(neighbour))
+        index, other = ports.node(node), ports.node(neighbour, "neighbour")
+        if other not in ports.neighbours[index]:
+            raise ValueError(
+                f"node '{ports.names[index]}' has no link to neighbour '{ports.names[other]}'"
+            )
+        return ports.port_towards(index, other)
 
     def set_link_up(self, link: int, up: bool) -> None:
         """Takes topology link `link` (an index into `topology.links()`) down or up;
@@ -723,7 +748,10 @@ class Simulation:
         through to default routing. Control programs use `isthmus.control` instead."""
         node = self.node_index(switch, "switch")
         priority = whole(priority, "priority", 0, U16, "an entry's priority")
-        fields = entry_fields(match_and_action, ENTRY_FIELDS)
+        links = self.topology.links()
+        ports = int(np.sum(links["a"] == node) + np.sum(links["b"] == node))
+        name = self.topology.nodes()["name"][node]
+        fields = entry_fields(match_and_action, ENTRY_FIELDS, name, ports)
         return self._engine.add_entry(0, node, priority, **fields)
 
     def _flow(self, flow: object) -> int:

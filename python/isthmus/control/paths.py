@@ -8,8 +8,12 @@ import itertools
 
 import networkx as nx
 
+from isthmus.arguments import shown, whole
 from isthmus.control.portmap import PortMap
 from isthmus.control.routing import next_hop_ports
+
+# The most paths `k_shortest` lists: far more than any scheme spreads a flow over.
+MAX_PATHS = 10_000
 
 
 class Paths:
@@ -23,7 +27,9 @@ class Paths:
         hosts = len(self._ports.host_node)
         for name, host in (("src", src), ("dst", dst)):
             if isinstance(host, bool) or not isinstance(host, int) or not 0 <= host < hosts:
-                raise ValueError(f"{name} must be a host number in 0..{hosts - 1}, got {host!r}")
+                raise ValueError(
+                    f"{name} must be a host number in 0..{hosts - 1}, got {shown(host)}"
+                )
         if src == dst:
             raise ValueError(f"src and dst are the same host ({src}): there is no path")
 
@@ -55,8 +61,7 @@ class Paths:
         """Up to `k` loop-free paths from host `src` to host `dst`, shortest first, ties
         in a fixed order (node indices)."""
         self._check(src, dst)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
+        k = whole(k, "k", 1, MAX_PATHS, "paths to list")
         ports = self._ports
         if self._graph is None:
             graph = nx.Graph()

@@ -190,7 +190,8 @@ class Controller(_Program):
         plane = self._plane
         node = plane._switch(switch)
         entry = whole(entry, "entry", 0, U32, "an entry id")
-        plane._engine_call("modify_entry", 0, node, entry, **entry_fields(action, ENTRY_ACTION))
+        fields = plane._entry_fields(node, action, ENTRY_ACTION)
+        plane._engine_call("modify_entry", 0, node, entry, **fields)
 
     def select_group(
         self, switch: int | str, group: int, ports: list[int], weights: list[int] | None = None
@@ -205,7 +206,7 @@ class Controller(_Program):
         plane = self._plane
         node = plane._switch(switch)
         group = whole(group, "group", 0, MAX_GROUP_ID, "a group id")
-        plane._engine_call("set_failover_group", 0, node, group, _ports(ports, "ports"))
+        plane._engine_call("set_failover_group", 0, node, group, plane._ports(node, ports, "ports"))
 
     def meter(
         self, switch: int | str, meter: int, rate: int | str, burst: int | str = "15KB"
@@ -230,7 +231,8 @@ class Controller(_Program):
         """Restricts where `switch` floods (to a spanning tree's ports, say)."""
         plane = self._plane
         node = plane._switch(switch)
-        plane._engine_call("set_flood_ports", 0, node, _ports(ports, "ports", min_length=0))
+        flood_ports = plane._ports(node, ports, "ports", min_length=0)
+        plane._engine_call("set_flood_ports", 0, node, flood_ports)
 
     def drop(self, buffer: int) -> None:
         self._plane._release_buffer("drop_buffer", buffer)
@@ -257,8 +259,10 @@ class Controller(_Program):
     def set_bcn_queue(self, switch: int | str, port: int, queue: float | None) -> None:
         """Feeds the BCN congestion point of a switch port one queue value (packets) in
         place of the measured queue; None measures again."""
+        node = self._plane._switch(switch)
+        port = self._plane._port(node, port)
         values = None if queue is None else [_queue_value(queue, "queue")]
-        self.set_bcn_predictions({(switch, port): values})
+        self.set_bcn_predictions({(node, port): values})
 
     def set_bcn_predictions(
         self, predictions: dict[tuple[int | str, int], list[float] | None]
@@ -319,7 +323,9 @@ class Controller(_Program):
         ("65pkts", "100KB"), or drop-tail with None; with `traffic_class`, that class's
         queue only. Scheduler and limit stay."""
         node = self._plane._switch(switch)
-        self._plane._set_marking(node, port, traffic_class, threshold, threshold, 1.0)
+        self._plane._set_marking(
+            node, port, traffic_class, threshold, threshold, 1.0, ("threshold", "threshold")
+        )
 
     # ---- paths -------------------------------------------------------------------------
 
@@ -621,12 +627,15 @@ class ControlPlane:
             )
         else:
             chosen = [self.ports.node(s, f"switches[{i}]") for i, s in enumerate(switches)]
+        # Every switch is checked before any agent is made.
+        for switch in chosen:
+            name = self.ports.names[switch]
+            if self.ports.kinds[switch] != "switch":
+                raise ValueError(f"switches: '{name}' is a host; agents run on switches")
+            if switch in self.agents or chosen.count(switch) > 1:
+                raise ValueError(f"switches: '{name}' already has an agent")
         made = []
         for switch in chosen:
-            if self.ports.kinds[switch] != "switch":
-                raise ValueError(f"'{self.ports.names[switch]}' is a host; agents run on switches")
-            if switch in self.agents:
-                raise ValueError(f"'{self.ports.names[switch]}' already has an agent")
             agent = agent_type(SwitchHandle(self, switch), **kwargs)
             agent._clock = _Clock(self)
             self.agents[switch] = agent
@@ -761,12 +770,22 @@ class ControlPlane:
     def _port(self, node: int, port: object, name: str = "port") -> int:
         """A local port of `node`, checked against the ports it has."""
         last = len(self.ports.neighbours[node]) - 1
-        return whole(port, name, 0, last, f"a port of '{self.ports.names[node]}'")
+        return whole(port, name, 0, last, f"a port of switch '{self.ports.names[node]}'")
 
     def _install(self, switch: int, priority: int, extra_delay: int | str, fields: dict) -> int:
         priority = whole(priority, "priority", 0, U16, "an entry's priority")
-        checked = entry_fields(fields, ENTRY_FIELDS)
+        checked = self._entry_fields(switch, fields, ENTRY_FIELDS)
         return self.sim._engine.add_entry(self._delay(extra_delay), switch, priority, **checked)
+
+    def _entry_fields(self, switch: int, given: dict, allowed: dict) -> dict:
+        ports = self.ports
+        return entry_fields(given, allowed, ports.names[switch], len(ports.neighbours[switch]))
+
+    def _ports(self, switch: int, ports: object, name: str, min_length: int = 1) -> list[int]:
+        """A list of local ports of `switch`, checked against the ports it has."""
+        last = len(self.ports.neighbours[switch]) - 1
+        where = f"a port of switch '{self.ports.names[switch]}'"
+        return arguments.whole_list(ports, name, 0, last, where, min_length=min_length)
 
     def _delete(self, switch: int, entry: int, extra_delay: int | str) -> None:
         entry = whole(entry, "entry", 0, U32, "an entry id")
@@ -776,7 +795,7 @@ class ControlPlane:
         self, switch: int, group: int, ports: list[int], weights: list[int] | None
     ) -> None:
         group = whole(group, "group", 0, MAX_GROUP_ID, "a group id")
-        ports = _ports(ports, "ports")
+        ports = self._ports(switch, ports, "ports")
         if weights is None:
             weights = [1] * len(ports)
         weights = arguments.whole_list(weights, "weights", 0, U32, "a weight")
@@ -806,12 +825,15 @@ class ControlPlane:
         kmin: str | None,
         kmax: str | None,
         pmax: float,
+        names: tuple[str, str] = ("kmin", "kmax"),
     ) -> None:
         """Sets the marking of one port of `node` or, with `port` None, of each of its
         ports, each keeping its own scheduler, limit and device queue (the engine
         replaces a port's whole configuration, so each port's own is read and written
         back with only the marking changed)."""
-        aqm = {"kind": "drop_tail"} if kmin is None else ramp_marker(kmin, kmax or kmin, pmax)
+        aqm = (
+            {"kind": "drop_tail"} if kmin is None else ramp_marker(kmin, kmax or kmin, pmax, names)
+        )
         if traffic_class is not None:
             traffic_class = whole(traffic_class, "traffic_class", 0, U8, "a traffic class")
         ports = (
@@ -843,15 +865,11 @@ class ControlPlane:
     def _send(self, sender: str, to: str, message: Any) -> None:
         target = self.ports.node(to, "to")
         if target not in self.agents:
-            raise ValueError(f"no agent runs on '{to}'")
+            raise ValueError(f"to: no agent runs on '{self.ports.names[target]}'")
         agent = self.agents[target]
         self._timer(
             self.sim.now + self.agent_latency, None, lambda: agent.on_message(sender, message)
         )
-
-
-def _ports(ports: object, name: str, min_length: int = 1) -> list[int]:
-    return arguments.whole_list(ports, name, 0, U16, "a local port", min_length=min_length)
 
 
 def _flow(flow: object) -> int:
