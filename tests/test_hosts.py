@@ -6,6 +6,7 @@ import pytest
 
 from isthmus import Link, Simulation, Topology, parse_scenario
 from isthmus.transport import HOST_PROFILES, TcpParams
+from isthmus.units import time_ps
 
 
 def lone_flow(tcp: TcpParams, rate: str = "1Gbps") -> tuple[float, int, int]:
@@ -77,6 +78,32 @@ def test_a_full_linux_nic_holds_its_hosts_packets_instead_of_dropping_them(rate)
     # The receivers' links are bottlenecks too (four senders each): losses there, and
     # their recovery, cost a little.
     assert np.mean(sent) >= 0.85, (sent, drops)
+
+
+def message_times_ms(think: str, **overrides) -> list[float]:
+    """Four 2 MB messages on one persistent CUBIC connection (10 Gb/s, 1 ms round trip:
+    a 1.25 MB window fills the path), each written `think` after the last arrived:
+    each message's completion time."""
+    topo = Topology.leaf_spine(1, 2, 1, Link("10Gbps", "125us"), Link("10Gbps", "125us"))
+    sim = Simulation(topo, tcp=TcpParams.for_profile("linux", **overrides))
+    sim.add_message_flow(0, 1, [2_000_000] * 4, [time_ps(think)] * 4, transport="cubic")
+    assert sim.run("10s", stop_when_flows_finish=True)
+    messages = sim.messages()
+    return list((messages["finish_ps"] - messages["start_ps"]) / 1e9)
+
+
+def test_a_linux_connection_idle_longer_than_its_rto_slow_starts_again():
+    # The first message slow-starts (after the handshake) in about 12 ms. Idle for 1 s
+    # (its RTO is the 200 ms floor), the window restarts from 10 segments, so every later
+    # message slow-starts too; without the restart it keeps the window and takes ~2 ms.
+    first, *later = message_times_ms("1s")
+    assert all(0.7 * first < t < first for t in later), (first, later)
+    first, *later = message_times_ms("1s", slow_start_after_idle=False)
+    assert all(t < 0.25 * first for t in later), (first, later)
+    # Idle for less than the RTO: the window stays.
+    first, *later = message_times_ms("100ms")
+    assert all(t < 0.25 * first for t in later), (first, later)
+    assert not TcpParams().slow_start_after_idle
 
 
 def test_profiles_hold_their_documented_values_and_take_overrides():

@@ -63,6 +63,11 @@ class TcpParams(Strict):
     timestamps: bool = Field(
         False, description="the timestamps option (RFC 7323): 12 more header bytes a segment"
     )
+    slow_start_after_idle: bool = Field(
+        False,
+        description="a sender idle longer than its RTO restarts from at most its initial "
+        "window when it writes again (RFC 5681 4.1, Linux's tcp_slow_start_after_idle)",
+    )
 
     @classmethod
     def for_profile(cls, profile: str, **overrides) -> TcpParams:
@@ -95,6 +100,7 @@ class TcpParams(Strict):
             "timestamps": self.timestamps,
             "sack": self.sack,
             "cwnd_validation": self.cwnd_validation,
+            "slow_start_after_idle": self.slow_start_after_idle,
         }
 
 
@@ -116,6 +122,7 @@ HOST_PROFILES: dict[str, dict] = {
         "timestamps": True,  # tcp_timestamps = 1
         "sack": True,  # tcp_sack = 1
         "cwnd_validation": True,  # tcp_is_cwnd_limited
+        "slow_start_after_idle": True,  # tcp_slow_start_after_idle = 1
         "mss": "1448B",  # 1500 B MTU less 40 B of headers and 12 B of timestamps
     },
 }

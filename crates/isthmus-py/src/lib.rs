@@ -118,6 +118,7 @@ struct TcpArgs {
     timestamps: bool,
     sack: bool,
     cwnd_validation: bool,
+    slow_start_after_idle: bool,
 }
 
 impl TcpArgs {
@@ -142,6 +143,7 @@ impl TcpArgs {
             timestamps: self.timestamps,
             sack: self.sack,
             cwnd_validation: self.cwnd_validation,
+            slow_start_after_idle: self.slow_start_after_idle,
             isn: None,
             small_queue_time: self.small_queue_time,
         }

@@ -101,6 +101,10 @@ pub struct TcpConfig {
     /// while the flight fills cwnd), not while the receive window, small-queue
     /// backpressure or the application holds it back.
     pub cwnd_validation: bool,
+    /// A sender with nothing in flight that sent no data for longer than its RTO
+    /// restarts from at most its initial window when its application writes again
+    /// (RFC 5681 section 4.1; Linux's `tcp_slow_start_after_idle`, on by default).
+    pub slow_start_after_idle: bool,
     /// Every segment carries the timestamps option (RFC 7323): 12 more header bytes.
     /// (RTT is measured on every ACK either way: the engine stamps segments itself.)
     pub timestamps: bool,
@@ -137,6 +141,7 @@ impl Default for TcpConfig {
             ect_control: false,
             sack: false,
             cwnd_validation: false,
+            slow_start_after_idle: false,
             timestamps: false,
             cubic: None,
             isn: None,
@@ -253,6 +258,8 @@ pub struct TcpFlow {
     cwr_end: u64,
     /// Bytes its host's NIC queue holds: small-queue backpressure keeps below it.
     nic_capacity: u64,
+    /// When it last sent a data segment (Linux's `lsndtime`).
+    last_data_sent: Option<Time>,
     cubic: super::cubic::CubicState,
     hystart: super::cubic::HyStart,
     scoreboard: super::sack::Scoreboard,
@@ -304,6 +311,7 @@ impl TcpFlow {
             window_marked: 0,
             cwr_end: 0,
             nic_capacity: u64::MAX,
+            last_data_sent: None,
             cubic: Default::default(),
             hystart: Default::default(),
             scoreboard: Default::default(),
@@ -345,10 +353,38 @@ impl TcpFlow {
 
     /// The application writes `bytes` more (a message stream).
     pub fn write(&mut self, io: &mut Io, bytes: u64) {
+        self.restart_after_idle(io.now);
         self.written += bytes;
         if self.phase == Phase::Established {
             self.send_data(io);
         }
+    }
+
+    /// Linux's `tcp_cwnd_restart` after an idle spell (`slow_start_after_idle`): ssthresh
+    /// keeps at least 3/4 of the window, then the window halves once per RTO the sender
+    /// was idle beyond the first, down to no less than the initial window (or itself,
+    /// if smaller).
+    fn restart_after_idle(&mut self, now: Time) {
+        let Some(last) = self.last_data_sent else {
+            return;
+        };
+        let rto = self.rtt.rto();
+        let mut idle = now.saturating_sub(last);
+        let in_flight = self.snd_una < self.snd_max;
+        if !self.cfg.slow_start_after_idle || in_flight || idle <= rto {
+            return;
+        }
+        if !self.in_recovery {
+            self.ssthresh = self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4);
+        }
+        let restart = (self.cfg.initial_cwnd as u64 * self.cfg.mss as u64).min(self.cwnd);
+        let mut cwnd = self.cwnd;
+        while idle > rto && cwnd > restart {
+            idle -= rto;
+            cwnd /= 2;
+        }
+        self.cwnd = cwnd.max(restart);
+        self.ca_bytes = 0;
     }
 
     /// The application writes nothing more: the size is what it wrote, then the FIN.
@@ -699,6 +735,7 @@ impl TcpFlow {
         }
         pkt.remaining = self.size.saturating_sub(offset);
         stamp(&mut pkt, io.now);
+        self.last_data_sent = Some(io.now);
         io.record.bytes_sent += len;
         self.emit(io, pkt);
         if !self.rto_timer.is_set() {
