@@ -378,9 +378,17 @@ impl Engine {
                 entries.iter().try_for_each(|&(s, _)| self.check_switch(s))
             }
             Command::SetGroup {
-                switch, group_def, ..
+                switch,
+                group,
+                group_def,
             } => {
                 self.check_switch(*switch)?;
+                if *group > crate::flowtable::MAX_GROUP_ID {
+                    return Err(format!(
+                        "group id {group} is out of range: use 0..={}",
+                        crate::flowtable::MAX_GROUP_ID
+                    ));
+                }
                 let (ports, weights) = match group_def {
                     Group::Select { ports, weights } => (ports, Some(weights)),
                     Group::FastFailover { ports } => (ports, None),
@@ -398,8 +406,19 @@ impl Engine {
                 }
                 Ok(())
             }
-            Command::SetMeter { switch, rate, .. } => {
+            Command::SetMeter {
+                switch,
+                meter,
+                rate,
+                ..
+            } => {
                 self.check_switch(*switch)?;
+                if *meter > crate::flowtable::MAX_METER_ID {
+                    return Err(format!(
+                        "meter id {meter} is out of range: use 0..={}",
+                        crate::flowtable::MAX_METER_ID
+                    ));
+                }
                 if *rate == 0 {
                     return Err("a meter's rate must be greater than zero".into());
                 }

@@ -371,6 +371,12 @@ impl FlowTable {
     }
 }
 
+/// The largest group and meter ids a switch takes: its tables are indexed by id, so an
+/// id costs a slot per smaller one (a 16-bit id space, as switches' group tables are
+/// sized; an id of 2^31 would ask for 100 GB).
+pub const MAX_GROUP_ID: u32 = u16::MAX as u32;
+pub const MAX_METER_ID: u32 = u16::MAX as u32;
+
 /// A group: several ports behind one action.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Group {

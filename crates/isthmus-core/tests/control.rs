@@ -2,7 +2,9 @@
 //! latency, and loss-free flow migration.
 
 use isthmus_core::control::{Command, ControlEvent};
-use isthmus_core::flowtable::{FlowAction, FlowMatch, Forward, Group, Miss, RemovalReason};
+use isthmus_core::flowtable::{
+    FlowAction, FlowMatch, Forward, Group, Miss, RemovalReason, MAX_GROUP_ID,
+};
 use isthmus_core::queue::QueueConfig;
 use isthmus_core::topology::builders::leaf_spine;
 use isthmus_core::units::{MS, SEC, US};
@@ -457,6 +459,25 @@ fn bad_commands_name_what_is_wrong() {
         err.contains("port 7 does not exist on switch 'leaf0'"),
         "{err}"
     );
+    // Ids index the switch's tables: one past the largest would ask for its whole range.
+    let too_large = Command::SetGroup {
+        switch: leaf0,
+        group: MAX_GROUP_ID + 1,
+        group_def: Group::FastFailover { ports: vec![2] },
+    };
+    let err = e.issue(0, too_large).unwrap_err();
+    assert!(
+        err.contains("group id 65536 is out of range: use 0..=65535"),
+        "{err}"
+    );
+    let meter = Command::SetMeter {
+        switch: leaf0,
+        meter: u32::MAX,
+        rate: G,
+        burst: 15_000,
+    };
+    let err = e.issue(0, meter).unwrap_err();
+    assert!(err.contains("meter id 4294967295 is out of range"), "{err}");
     let err = e.issue(0, Command::Hold { flow: 3 }).unwrap_err();
     assert!(err.contains("flow 3 does not exist"), "{err}");
     let err = e

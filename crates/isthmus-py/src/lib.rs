@@ -248,6 +248,23 @@ fn engine_defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
             ("max_pause", source.max_pause.into_pyobject(py)?.into_any()),
         ])?,
     )?;
+    out.set_item(
+        "flow_tables",
+        table(vec![
+            (
+                "max_group_id",
+                isthmus_core::flowtable::MAX_GROUP_ID
+                    .into_pyobject(py)?
+                    .into_any(),
+            ),
+            (
+                "max_meter_id",
+                isthmus_core::flowtable::MAX_METER_ID
+                    .into_pyobject(py)?
+                    .into_any(),
+            ),
+        ])?,
+    )?;
     let dcqcn = DcqcnConfig::paper(1);
     out.set_item(
         "dcqcn",
