@@ -164,9 +164,10 @@ DAMAGES = {
     ),
     "a port index is huge": (
         edit_table(
-            "timeseries", replace_column("port_index", lambda n: pa.array([2**40] * n, pa.int64()))
+            "timeseries",
+            replace_column("port_index", lambda n: pa.array([2**64 - 1] * n, pa.uint64())),
         ),
-        "port_index runs from 1099511627776 to 1099511627776, but ports.parquet has ports 0 to",
+        "port_index runs from 18446744073709551615 to 18446744073709551615, but ports.parquet",
         set(),
     ),
     "a timeseries is not a grid": (
@@ -326,6 +327,7 @@ COLUMN_VALUES = st.sampled_from(
         lambda n: pa.array([None] * n, pa.int64()),
         lambda n: pa.array([-1] * n, pa.int64()),
         lambda n: pa.array([2**62] * n, pa.int64()),
+        lambda n: pa.array([2**64 - 1] * n, pa.uint64()),
         lambda n: pa.array([float("nan")] * n),
         lambda n: pa.array([True] * n),
     ]

@@ -113,11 +113,11 @@ class Run:
         """Every sample names a port of ports.parquet, and the samples make a grid of
         times by ports (what `series_matrix` lays out) no larger than the table."""
         ports = len(self.ports["role"])
-        indices = np.asarray(series["port_index"], dtype=np.int64)
-        if len(indices) and (indices.min() < 0 or indices.max() >= ports):
+        indices = series["port_index"]  # Python integers: any width, compared exactly
+        if indices and (min(indices) < 0 or max(indices) >= ports):
             raise ValueError(
-                f"run table {shown_path(path)}: port_index runs from {indices.min()} to "
-                f"{indices.max()}, but ports.parquet has ports 0 to {ports - 1}"
+                f"run table {shown_path(path)}: port_index runs from {min(indices)} to "
+                f"{max(indices)}, but ports.parquet has ports 0 to {ports - 1}"
             )
         times = len(set(series["time_ps"]))
         if times * ports > len(indices):
@@ -284,8 +284,9 @@ def _heatmap(run: Run, ax: plt.Axes) -> None:
 
 
 def _legend(ax: plt.Axes) -> None:
-    """A legend beside the plot, never over its data."""
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    """A legend beside the plot, never over its data (none when nothing is plotted)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
 def _save(fig: plt.Figure, path: Path) -> str:
