@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from isthmus.cli import app
@@ -166,3 +168,43 @@ def test_a_long_name_or_value_is_quoted_cut_short(tmp_path):
         size_distribution("d/" * 50_000, tmp_path)
     for error in (pattern, bare, path_like):
         assert len(str(error.value)) < 1000, len(str(error.value))
+
+
+# ---- the fuzzer ---------------------------------------------------------------------
+
+# A fixed sequence of examples (CI runs the same ones each time); more with the
+# environment variable.
+FUZZ = settings(
+    max_examples=int(os.environ.get("ISTHMUS_FUZZ_EXAMPLES", 200)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    derandomize=True,
+)
+
+# Pieces of names a hostile or careless scenario might use: climbs, the bundled folders'
+# names, the secret files' names, bundled names, odd characters.
+PIECES = st.sampled_from(
+    ["..", ".", "", "flow_cdfs", "link_traces", "bench", "data", "isthmus", "private",
+     "scenario", "secret", "secret.txt", "secret.gz", "secret.csv", "rows.csv", "websearch",
+     "Verizon-LTE-short.down", "leafspine-websearch-small.flows.csv", "~", "\\\\", "a b"]
+)  # fmt: skip
+
+
+@FUZZ
+@given(
+    field=st.sampled_from([sizes, trace, flow_list]),
+    start=st.sampled_from(["", "/", "private", "data"]),
+    pieces=st.lists(PIECES, min_size=1, max_size=8),
+)
+def test_fuzzed_file_names_never_show_a_file_outside_the_folder(
+    tmp_path, secrets, field, start, pieces
+):
+    from isthmus.scenario import ScenarioError, parse_scenario
+
+    roots = {"/": "/", "private": str(secrets) + "/", "data": str(_data("flow_cdfs").parent) + "/"}
+    name = roots.get(start, "") + "/".join(pieces)
+    try:
+        parse_scenario(HEAD + field(name)).build(base=tmp_path / "scenario")
+    except ScenarioError as e:
+        assert SECRET not in str(e)
+        assert len(str(e)) < 2000
