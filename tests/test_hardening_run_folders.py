@@ -305,7 +305,7 @@ def test_a_malformed_query_is_one_short_error(good_run, sql, message):
 # A fixed sequence of examples (CI runs the same ones each time); more with the
 # environment variable. Each example may write a whole report: a few dozen by default.
 FUZZ = settings(
-    max_examples=int(os.environ.get("ISTHMUS_FUZZ_EXAMPLES", 40)),
+    max_examples=int(os.environ.get("ISTHMUS_FUZZ_EXAMPLES", 30)),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     derandomize=True,
