@@ -822,13 +822,14 @@ def show(
     every setting it runs with, the defaults it inherits included."""
     from collections import Counter
 
-    from isthmus.control.plane import ControlPlane
     from isthmus.units import format_time
 
     try:
         path = resolve_scenario(scenario)
         spec = load_scenario(path)
         topology = spec.topology.build(path.parent)
+        # Asked-for paths are found before anything is printed: a bad host is one line.
+        routes = None if paths is None else _shortest_paths(spec, path.parent, paths)
     except ValueError as e:  # ScenarioError, or a builder's refusal (too many ports)
         _fail(str(e))
     nodes = topology.nodes()
@@ -861,16 +862,18 @@ def show(
         else:
             table.add_row(_literal(section), _literal(shown(values)))
     console.print(table)
-    if paths is not None:
-        try:
-            sim = spec.build(base=path.parent)
-            plane = ControlPlane(sim)
-            found = plane.paths.shortest(*paths)
-        except (ScenarioError, ValueError) as e:
-            _fail(str(e))
-        names = plane.ports.names
-        for route in found:
-            console.print(_literal(" -> ".join(names[n] for n in route)))
+    if routes is not None:
+        for route in routes:
+            console.print(_literal(route))
+
+
+def _shortest_paths(spec: Scenario, base: Path, hosts: tuple[int, int]) -> list[str]:
+    """Every shortest path between two hosts of the scenario's network, as node names."""
+    from isthmus.control.plane import ControlPlane
+
+    plane = ControlPlane(spec.build(base=base))
+    names = plane.ports.names
+    return [" -> ".join(names[n] for n in route) for route in plane.paths.shortest(*hosts)]
 
 
 @app.command()
