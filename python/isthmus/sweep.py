@@ -399,6 +399,8 @@ def _die_with_parent(parent: int) -> None:
     a worker quietly, without the half-written run folder it may hold."""
     signal.signal(signal.SIGINT, _stop_quietly)
     signal.signal(signal.SIGTERM, _stop_quietly)
+    # Linux signals the death of the thread that started the worker: the pool starts its
+    # workers from the thread that submits the points, which outlives the pool.
     if not _parent_death_signal(signal.SIGKILL):
         threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
     if os.getppid() != parent:  # the parent ended before the signal above was armed
