@@ -282,6 +282,37 @@ CALLS = [
             "device_queue": 2,
         },
     ),
+    # Topologies
+    Call(
+        "Topology.leaf_spine",
+        lambda w, **a: Topology.leaf_spine(**a),
+        {
+            "spines": 2,
+            "leaves": 3,
+            "hosts_per_leaf": 2,
+            "host_link": Link("1Gbps", "2us"),
+            "fabric_link": Link("10Gbps", "1us"),
+            "links_per_pair": 2,
+        },
+    ),
+    Call("Topology.fat_tree", lambda w, **a: Topology.fat_tree(**a), {"k": 4}),
+    Call(
+        "Topology.three_tier",
+        lambda w, **a: Topology.three_tier(**a),
+        {"cores": 1, "aggs": 2, "edges": 2, "hosts_per_edge": 2, "core_link": None},
+    ),
+    Call(
+        "Topology.vl2", lambda w, **a: Topology.vl2(**a), {"d_a": 4, "d_i": 4, "hosts_per_tor": 2}
+    ),
+    Call(
+        "Topology.ring", lambda w, **a: Topology.ring(**a), {"switches": 3, "hosts_per_switch": 2}
+    ),
+    Call(
+        "Topology.custom",
+        lambda w, **a: Topology.custom(**a),
+        {"hosts": ["a", "b"], "switches": ["s"], "links": [("a", "s", Link()), ("b", "s", Link())]},
+    ),
+    Call("Link", lambda w, **a: Link(**a), {"rate": "1Gbps", "delay": "2us"}),
     # ControlPlane
     Call(
         "ControlPlane",

@@ -213,18 +213,23 @@ def _model(value: object, union: tuple[tuple[type, ...], TypeAdapter], name: str
     return checked(adapter.validate_python, name, value)
 
 
+# The longest a problem's description may be in an error message.
+MAX_MESSAGE_CHARS = 200
+
+
 def checked(build, name: str, *args, **fields):
     """`build(*args, **fields)` (a model), its validation errors as one ValueError line
     naming `name` and each field."""
     try:
         return build(*args, **fields)
     except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in problem['loc'])}: "
-            f"{problem['msg'].removeprefix('Value error, ')}"
-            for problem in e.errors()
-        )
-        raise ValueError(f"{name}: {problems}") from None
+        problems = []
+        for problem in e.errors():
+            message = problem["msg"].removeprefix("Value error, ")
+            if len(message) > MAX_MESSAGE_CHARS:  # a long bad value, quoted in full
+                message = message[:MAX_MESSAGE_CHARS] + "..."
+            problems.append(f"{'.'.join(str(part) for part in problem['loc'])}: {message}")
+        raise ValueError(f"{name}: {'; '.join(problems)}") from None
 
 
 def ramp_marker(

@@ -322,7 +322,9 @@ class Simulation:
         # The control plane a scenario attached (`[control]`), run by Scenario.execute.
         self.control_plane: ControlPlane | None = None
         if tcp is not None and not isinstance(tcp, TcpParams | dict):
-            raise ValueError(f"tcp must be a TcpParams or a dict of its fields, got {tcp!r}")
+            raise ValueError(
+                f"tcp must be a TcpParams or a dict of its fields, got {arguments.shown(tcp)}"
+            )
         self.tcp = checked(TcpParams.model_validate, "tcp", tcp or {})
         self._tcp_core = self.tcp.as_core()
         if device_queue and pfc is not None:
@@ -340,6 +342,8 @@ class Simulation:
                 arguments.size(shared_buffer, "shared_buffer"),
                 arguments.number(buffer_alpha, "buffer_alpha", low=0, low_open=True),
             )
+            if buffer[0] == 0:
+                raise ValueError("shared_buffer must be at least 1 byte (None: no shared buffer)")
         device = "device_queue"
         self._engine = _core.Engine(
             topology._core,

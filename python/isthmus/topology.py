@@ -8,12 +8,14 @@ links first, then uplinks.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import networkx as nx
 
-from isthmus import _core
-from isthmus.units import rate_bps, time_ps
+from isthmus import _core, arguments
+from isthmus.arguments import U16, U32, shown, whole
 
 
 @dataclass(frozen=True)
@@ -29,14 +31,14 @@ class Link:
         for name, value, example in (("rate", self.rate, "10Gbps"), ("delay", self.delay, "1us")):
             if not isinstance(value, str):
                 raise ValueError(
-                    f"Link {name} {value!r} has no unit; write it as a string with one, e.g. "
+                    f"Link {name} {shown(value)} has no unit; write it as a string with one, e.g. "
                     f"{example!r} (a bare number would be read in "
                     f"{'bit/s' if name == 'rate' else 'picoseconds'})"
                 )
         self.as_core()
 
     def as_core(self) -> tuple[int, int]:
-        return rate_bps(self.rate), time_ps(self.delay)
+        return arguments.rate(self.rate, "Link rate"), arguments.duration(self.delay, "Link delay")
 
 
 class Topology:
@@ -57,16 +59,19 @@ class Topology:
     ) -> Topology:
         """Every leaf wired to every spine by `links_per_pair` parallel links (ECMP
         spreads flows over all of them); hosts h0, h1, ... on leaves in order."""
-        if isinstance(links_per_pair, bool) or not isinstance(links_per_pair, int):
-            raise ValueError(f"links_per_pair must be a whole number, got {links_per_pair!r}")
-        if links_per_pair < 1:
-            raise ValueError(f"links_per_pair must be at least 1, got {links_per_pair}")
-        if links_per_pair == 1:
-            return cls(
-                _core.Topology.leaf_spine(
-                    spines, leaves, hosts_per_leaf, host_link.as_core(), fabric_link.as_core()
-                )
+        counts = _counts(spines=spines, leaves=leaves, hosts_per_leaf=hosts_per_leaf)
+        spines, leaves, hosts_per_leaf = counts.values()
+        links_per_pair = whole(links_per_pair, "links_per_pair", 1, U16, "parallel links")
+        host, fabric = _links(host_link=host_link, fabric_link=fabric_link)
+        # With one spine per parallel link, the engine's builder has the same leaves,
+        # links and ports per leaf: it refuses a network too large to build before the
+        # edge list below is made.
+        with _naming("leaf_spine", {**counts, "links_per_pair": links_per_pair}):
+            single = _core.Topology.leaf_spine(
+                spines * links_per_pair, leaves, hosts_per_leaf, host, fabric
             )
+        if links_per_pair == 1:
+            return cls(single)
         hosts = [f"h{i}" for i in range(leaves * hosts_per_leaf)]
         links = [(h, f"leaf{i // hosts_per_leaf}", host_link) for i, h in enumerate(hosts)]
         links += [
@@ -80,7 +85,10 @@ class Topology:
 
     @classmethod
     def fat_tree(cls, k: int, host_link: Link = Link(), fabric_link: Link = Link()) -> Topology:
-        return cls(_core.Topology.fat_tree(k, host_link.as_core(), fabric_link.as_core()))
+        counts = _counts(k=k)
+        links = _links(host_link=host_link, fabric_link=fabric_link)
+        with _naming("fat_tree", counts):
+            return cls(_core.Topology.fat_tree(*counts.values(), *links))
 
     @classmethod
     def three_tier(
@@ -93,18 +101,12 @@ class Topology:
         fabric_link: Link = Link(),
         core_link: Link | None = None,
     ) -> Topology:
-        core_link = core_link or fabric_link
-        return cls(
-            _core.Topology.three_tier(
-                cores,
-                aggs,
-                edges,
-                hosts_per_edge,
-                host_link.as_core(),
-                fabric_link.as_core(),
-                core_link.as_core(),
-            )
+        counts = _counts(cores=cores, aggs=aggs, edges=edges, hosts_per_edge=hosts_per_edge)
+        links = _links(
+            host_link=host_link, fabric_link=fabric_link, core_link=core_link or fabric_link
         )
+        with _naming("three_tier", counts):
+            return cls(_core.Topology.three_tier(*counts.values(), *links))
 
     @classmethod
     def vl2(
@@ -115,9 +117,10 @@ class Topology:
         host_link: Link = Link(),
         fabric_link: Link = Link(),
     ) -> Topology:
-        return cls(
-            _core.Topology.vl2(d_a, d_i, hosts_per_tor, host_link.as_core(), fabric_link.as_core())
-        )
+        counts = _counts(d_a=d_a, d_i=d_i, hosts_per_tor=hosts_per_tor)
+        links = _links(host_link=host_link, fabric_link=fabric_link)
+        with _naming("vl2", counts):
+            return cls(_core.Topology.vl2(*counts.values(), *links))
 
     @classmethod
     def ring(
@@ -128,8 +131,10 @@ class Topology:
         fabric_link: Link = Link(),
     ) -> Topology:
         """`switches` switches in a cycle, each with `hosts_per_switch` hosts."""
-        links = (host_link.as_core(), fabric_link.as_core())
-        return cls(_core.Topology.ring(switches, hosts_per_switch, *links))
+        counts = _counts(switches=switches, hosts_per_switch=hosts_per_switch)
+        links = _links(host_link=host_link, fabric_link=fabric_link)
+        with _naming("ring", counts):
+            return cls(_core.Topology.ring(*counts.values(), *links))
 
     @classmethod
     def mesh(
@@ -140,16 +145,37 @@ class Topology:
         fabric_link: Link = Link(),
     ) -> Topology:
         """`switches` switches, every pair linked, each with `hosts_per_switch` hosts."""
-        links = (host_link.as_core(), fabric_link.as_core())
-        return cls(_core.Topology.mesh(switches, hosts_per_switch, *links))
+        counts = _counts(switches=switches, hosts_per_switch=hosts_per_switch)
+        links = _links(host_link=host_link, fabric_link=fabric_link)
+        with _naming("mesh", counts):
+            return cls(_core.Topology.mesh(*counts.values(), *links))
 
     @classmethod
     def custom(
         cls, hosts: list[str], switches: list[str], links: list[tuple[str, str, Link]]
     ) -> Topology:
+        for name, names in (("hosts", hosts), ("switches", switches)):
+            if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+                raise ValueError(f"{name} must be a list of node names, got {shown(names)}")
+        if not isinstance(links, list | tuple):
+            raise ValueError(f"links must be a list of (a, b, Link) triples, got {shown(links)}")
+        known = {*hosts, *switches}
+        core_links = []
+        for i, link in enumerate(links):
+            if not (isinstance(link, tuple | list) and len(link) == 3):
+                raise ValueError(f"links[{i}] must be an (a, b, Link) triple, got {shown(link)}")
+            a, b, spec = link
+            for end in (a, b):
+                if not isinstance(end, str) or end not in known:
+                    raise ValueError(
+                        f"links[{i}] names node {shown(end)}, which is in neither hosts nor "
+                        "switches"
+                    )
+            core_links.append((a, b, *_links(**{f"links[{i}]": spec})[0]))
         nodes = [(h, True) for h in hosts] + [(s, False) for s in switches]
-        core_links = [(a, b, *link.as_core()) for a, b, link in links]
-        return cls(_core.Topology.custom(nodes, core_links))
+        sizes = {"hosts": len(hosts), "switches": len(switches), "links": len(links)}
+        with _naming("custom", sizes):
+            return cls(_core.Topology.custom(nodes, core_links))
 
     @property
     def num_hosts(self) -> int:
@@ -181,3 +207,28 @@ class Topology:
         ):
             g.add_edge(nodes["name"][a], nodes["name"][b], rate_bps=int(rate), delay_ps=int(delay))
         return g
+
+
+def _counts(**counts: object) -> dict[str, int]:
+    """A builder's counts, each a whole number of at least 1 (the engine holds 32 bits;
+    it refuses what it cannot build, saying why)."""
+    return {name: whole(value, name, 1, U32) for name, value in counts.items()}
+
+
+@contextmanager
+def _naming(builder: str, counts: dict[str, int]) -> Iterator[None]:
+    """The engine's refusal of a network (too many nodes, ports or routes) with the
+    counts that asked for it, since it speaks of the network, not the arguments."""
+    try:
+        yield
+    except ValueError as e:
+        given = ", ".join(f"{name}={value}" for name, value in counts.items())
+        raise ValueError(f"{builder}({given}): {e}") from None
+
+
+def _links(**links: object) -> tuple[tuple[int, int], ...]:
+    """Each `Link` argument in the engine's form (rate in bit/s, delay in ps)."""
+    for name, link in links.items():
+        if not isinstance(link, Link):
+            raise ValueError(f"{name} must be a Link('10Gbps', '1us'), got {shown(link)}")
+    return tuple(link.as_core() for link in links.values())
