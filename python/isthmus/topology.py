@@ -223,7 +223,7 @@ def _naming(builder: str, counts: dict[str, int]) -> Iterator[None]:
         yield
     except ValueError as e:
         given = ", ".join(f"{name}={value}" for name, value in counts.items())
-        raise ValueError(f"{builder}({given}): {e}") from None
+        raise ValueError(f"{e} (building {builder}({given}))") from None
 
 
 def _links(**links: object) -> tuple[tuple[int, int], ...]:
