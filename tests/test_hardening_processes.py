@@ -76,6 +76,13 @@ def _running(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def _command_line(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _wait_for(condition: Callable[[], object], timeout: float, what: str) -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -99,6 +106,7 @@ def test_a_killed_sweep_takes_its_workers_with_it_and_a_running_sweep_owns_its_f
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # the signals below reach this process alone
     )
+    workers: list[int] = []
     try:
         workers = _wait_for(
             lambda: len(kids := _children(sweep.pid)) >= 2 and kids, 90, "two sweep workers"
@@ -118,11 +126,14 @@ def test_a_killed_sweep_takes_its_workers_with_it_and_a_running_sweep_owns_its_f
         sweep.wait(timeout=10)
         _wait_for(lambda: not any(_running(w) for w in workers), 5, f"workers {workers} to end")
     finally:
+        # Orphans (the regression this test looks for) must not outlive it.
+        started = {*workers, *(_children(sweep.pid) if sweep.poll() is None else ())}
         if sweep.poll() is None:
             sweep.kill()
             sweep.wait()
-        for pid in _children(sweep.pid):
-            os.kill(pid, signal.SIGKILL)
+        for pid in started:
+            if _running(pid) and re.search("isthmus|multiprocessing", _command_line(pid)):
+                os.kill(pid, signal.SIGKILL)
 
     # The dead sweep's lock is taken over, never stale.
     with owning(out):
