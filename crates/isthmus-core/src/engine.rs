@@ -1094,97 +1094,34 @@ impl Engine {
         if self.config.bcn.is_some() {
             self.bcn_congestion_point(port_id, pkt);
         }
-        let packet = self.arena.get(pkt);
-        let (size, priority) = (packet.size, packet.priority);
-        let port = &mut self.ports[port_id as usize];
-        let class = port.queue.class_of(priority);
-        if port.host_nic && packet.held_when_nic_full && self.nic_is_full(port_id, class, size) {
-            self.hold_at_nic(port_id, pkt);
-            return;
-        }
-        self.enqueue_at(port_id, pkt, class);
-    }
-
-    /// Whether a packet of `size` bytes in `class` must wait for host NIC `port_id`:
-    /// the queue has no room for it, or packets the host holds already wait ahead of it.
-    #[cold]
-    fn nic_is_full(&self, port_id: PortId, class: u8, size: u32) -> bool {
-        let port = &self.ports[port_id as usize];
-        port.up && (self.nic_backlog.contains_key(&port_id) || !port.queue.has_room(class, size))
-    }
-
-    /// The host keeps `pkt` until its NIC queue has room, as Linux does: the queue disc
-    /// refuses the segment, which stays unsent in its socket and goes when a packet
-    /// leaves the NIC. A refused data segment puts its sender into congestion window
-    /// reduction, as Linux's TCP does on a local drop (`tcp_enter_cwr`).
-    #[cold]
-    #[inline(never)]
-    fn hold_at_nic(&mut self, port_id: PortId, pkt: PacketId) {
-        let packet = self.arena.get_mut(pkt);
-        let flow = packet.flow;
-        let record = &mut self.flows[flow as usize].record;
-        if packet.src == record.src && !packet.nic_queued {
-            packet.nic_queued = true;
-            record.nic_queued_bytes += packet.size as u64;
-        }
-        if packet.payload > 0 && packet.src == record.src {
-            let token = crate::transport::NIC_REFUSED_TOKEN;
-            self.events
-                .push(self.now, EventKind::FlowTimer { flow, token });
-        }
-        self.nic_backlog.entry(port_id).or_default().push_back(pkt);
-    }
-
-    /// Hands the packets its host holds to NIC `port_id` while its queue has room (or
-    /// drops them, if its link went down).
-    #[cold]
-    #[inline(never)]
-    fn admit_held_at_nic(&mut self, port_id: PortId) {
-        let Some(mut held) = self.nic_backlog.remove(&port_id) else {
-            return;
-        };
-        while let Some(&pkt) = held.front() {
-            let packet = self.arena.get(pkt);
-            let port = &self.ports[port_id as usize];
-            let class = port.queue.class_of(packet.priority);
-            if port.up && !port.queue.has_room(class, packet.size) {
-                break;
-            }
-            held.pop_front();
-            self.enqueue_at(port_id, pkt, class);
-        }
-        if !held.is_empty() {
-            self.nic_backlog.insert(port_id, held);
-        }
-    }
-
-    /// Puts `pkt` in port `port_id`'s queue (class `class`), or straight on an idle link.
-    #[inline]
-    fn enqueue_at(&mut self, port_id: PortId, pkt: PacketId, class: u8) {
         let now = self.now;
         let packet = self.arena.get(pkt);
-        let (size, ect, flow, priority, nic_queued) = (
+        let (size, ect, flow, priority, held_when_nic_full) = (
             packet.size,
             packet.ecn != ECN_NOT_ECT,
             packet.flow,
             packet.priority,
-            packet.nic_queued,
+            packet.held_when_nic_full,
         );
         let rank = RankInputs {
             remaining: packet.remaining,
             created: packet.created,
         };
         let port = &mut self.ports[port_id as usize];
+        let class = port.queue.class_of(priority);
         let class_paused = class < 8 && port.paused & (1 << class) != 0;
         if port.up && port.queue.is_empty() && port.busy_until <= now && !class_paused {
+            // A packet its host held found the queue full: it never meets an idle port.
+            debug_assert!(!packet.nic_queued);
             port.queue.note_passthrough(class, size);
-            if nic_queued {
-                self.nic_leave(pkt);
-            }
             self.transmit(port_id, pkt, size, now);
             return;
         }
         let up = port.up;
+        if port.host_nic && held_when_nic_full && self.nic_is_full(port_id, class, size) {
+            self.hold_at_nic(port_id, pkt);
+            return;
+        }
         let lossless = self.lossless_at_switch(port_id, priority);
         if !up || !self.shared_buffer_admits(port_id, size, lossless) {
             self.drop_at_port(port_id, pkt);
@@ -1244,6 +1181,60 @@ impl Engine {
         self.drop_all_from(port_id, &mut evicted);
         self.scratch = evicted;
     }
+
+    /// Whether a packet of `size` bytes in `class` must wait for host NIC `port_id`:
+    /// the queue has no room for it, or packets the host holds already wait ahead of it.
+    #[cold]
+    fn nic_is_full(&self, port_id: PortId, class: u8, size: u32) -> bool {
+        let port = &self.ports[port_id as usize];
+        port.up && (self.nic_backlog.contains_key(&port_id) || !port.queue.has_room(class, size))
+    }
+
+    /// The host keeps `pkt` until its NIC queue has room, as Linux does: the queue disc
+    /// refuses the segment, which stays unsent in its socket and goes when a packet
+    /// leaves the NIC. A refused data segment puts its sender into congestion window
+    /// reduction, as Linux's TCP does on a local drop (`tcp_enter_cwr`).
+    #[cold]
+    #[inline(never)]
+    fn hold_at_nic(&mut self, port_id: PortId, pkt: PacketId) {
+        let packet = self.arena.get_mut(pkt);
+        let flow = packet.flow;
+        let record = &mut self.flows[flow as usize].record;
+        if packet.src == record.src && !packet.nic_queued {
+            packet.nic_queued = true;
+            record.nic_queued_bytes += packet.size as u64;
+        }
+        if packet.payload > 0 && packet.src == record.src {
+            let token = crate::transport::NIC_REFUSED_TOKEN;
+            self.events
+                .push(self.now, EventKind::FlowTimer { flow, token });
+        }
+        self.nic_backlog.entry(port_id).or_default().push_back(pkt);
+    }
+
+    /// Hands the packets its host holds to NIC `port_id` while its queue has room (or
+    /// drops them, if its link went down).
+    #[cold]
+    #[inline(never)]
+    fn admit_held_at_nic(&mut self, port_id: PortId) {
+        let Some(mut held) = self.nic_backlog.remove(&port_id) else {
+            return;
+        };
+        while let Some(&pkt) = held.front() {
+            let packet = self.arena.get(pkt);
+            let port = &self.ports[port_id as usize];
+            let class = port.queue.class_of(packet.priority);
+            if port.up && !port.queue.has_room(class, packet.size) {
+                break;
+            }
+            held.pop_front();
+            self.enqueue(port_id, pkt);
+        }
+        if !held.is_empty() {
+            self.nic_backlog.insert(port_id, held);
+        }
+    }
+
 
     /// Counts a lossless packet that just joined a switch queue against the port it came
     /// in through, pausing the upstream transmitter past `xoff`.
