@@ -151,10 +151,10 @@ def test_a_pushed_model_must_read_the_switch_s_ports():
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
-        ("alpha", 1.5, "alpha must be a fraction"),
+        ("alpha", 1.5, r"alpha must be in \[0, 1\)"),
         ("train_after", 2, "train_after must be an integer of at least 3"),
         ("retrain_every", 0, "retrain_every must be a positive integer"),
-        ("sample_period", "0s", "sample_period must be positive"),
+        ("sample_period", "0s", "sample_period must be a positive duration"),
         ("model", "prophet", "unknown model 'prophet'"),
     ],
 )

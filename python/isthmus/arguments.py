@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from isthmus import units
 
@@ -101,15 +102,18 @@ def whole_list(
 
 
 def _quantity(parse: Callable[[Any], Any], kind: str, value: object, name: str) -> Any:
+    """`parse(value)`, its error prefixed with `name` (none where `name` is empty: a
+    validator whose caller names the field)."""
+    prefix = f"{name}: " if name else ""
     if isinstance(value, str) and len(value) > MAX_QUANTITY_CHARS:
-        raise ValueError(f"{name}: {shown(value)} is too long to be a {kind}")
+        raise ValueError(f"{prefix}{shown(value)} is too long to be a {kind}")
     if isinstance(value, str) and not value.isprintable():
         # The parser would quote it raw, control characters and all.
-        raise ValueError(f"{name}: invalid {kind} {shown(value)}: it holds unprintable characters")
+        raise ValueError(f"{prefix}invalid {kind} {shown(value)}: it holds unprintable characters")
     try:
         return parse(value)
     except ValueError as e:
-        raise ValueError(f"{name}: {e}") from None
+        raise ValueError(f"{prefix}{e}") from None
 
 
 def duration(value: object, name: str) -> int:
@@ -136,3 +140,22 @@ def callable_argument(value: object, name: str) -> Callable[..., Any]:
     if not callable(value):
         raise ValueError(f"{name} must be callable (a function), got {shown(value)}")
     return value
+
+
+# The longest a problem's description may be in an error message.
+MAX_MESSAGE_CHARS = 200
+
+
+def checked(build, name: str, *args, **fields):
+    """`build(*args, **fields)` (a model), its validation errors as one ValueError line
+    naming `name` and each field."""
+    try:
+        return build(*args, **fields)
+    except ValidationError as e:
+        problems = []
+        for problem in e.errors():
+            message = problem["msg"].removeprefix("Value error, ")
+            if len(message) > MAX_MESSAGE_CHARS:  # a long bad value, quoted in full
+                message = message[:MAX_MESSAGE_CHARS] + "..."
+            problems.append(f"{'.'.join(str(part) for part in problem['loc'])}: {message}")
+        raise ValueError(f"{name}: {'; '.join(problems)}") from None

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import Field, TypeAdapter, ValidationError, model_validator
+from pydantic import Field, TypeAdapter, model_validator
 
 from isthmus import arguments, defaults, units
+from isthmus.arguments import checked
 from isthmus.fields import PositiveInt, QueueLimit, Size, Strict, Time
 
 # Traffic classes a port's scheduler may serve: the engine keeps per-class counters (and
@@ -211,25 +212,6 @@ def _model(value: object, union: tuple[tuple[type, ...], TypeAdapter], name: str
             f"{arguments.shown(value)}"
         )
     return checked(adapter.validate_python, name, value)
-
-
-# The longest a problem's description may be in an error message.
-MAX_MESSAGE_CHARS = 200
-
-
-def checked(build, name: str, *args, **fields):
-    """`build(*args, **fields)` (a model), its validation errors as one ValueError line
-    naming `name` and each field."""
-    try:
-        return build(*args, **fields)
-    except ValidationError as e:
-        problems = []
-        for problem in e.errors():
-            message = problem["msg"].removeprefix("Value error, ")
-            if len(message) > MAX_MESSAGE_CHARS:  # a long bad value, quoted in full
-                message = message[:MAX_MESSAGE_CHARS] + "..."
-            problems.append(f"{'.'.join(str(part) for part in problem['loc'])}: {message}")
-        raise ValueError(f"{name}: {'; '.join(problems)}") from None
 
 
 def ramp_marker(

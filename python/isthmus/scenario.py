@@ -45,8 +45,8 @@ from isthmus.flows import Arrivals as FlowArrivals
 from isthmus.flows import Incast, Poisson, SizeRange, generate_flows
 from isthmus.flows import Pattern as FlowPattern
 from isthmus.inputs import confined_to, excerpt, read_text, user_file
-from isthmus.queues import Aqm, Scheduler
-from isthmus.simulation import Simulation
+from isthmus.queues import Aqm, DeviceQueue, Scheduler
+from isthmus.simulation import BcnPoints, Simulation
 from isthmus.topology import Link, Topology
 from isthmus.transport import FlowTransportName, TcpParams, TransportName
 from isthmus.workload import read_flow_list, resolve_flow_list
@@ -88,7 +88,24 @@ HOST_LINK = LinkModel(rate="10Gbps", delay="1us")
 FABRIC_LINK = LinkModel(rate="40Gbps", delay="1us")
 
 
-class LeafSpine(Strict):
+class TopologySection(Strict):
+    """A kind of [topology]: `build` makes its network, and a network the engine
+    cannot build (too many nodes, ports or routes) is one ScenarioError naming the
+    section, wherever it is built (`isthmus run`, `isthmus show`)."""
+
+    def build(self, base: Path) -> Topology:
+        try:
+            return self.topology(base)
+        except ScenarioError:
+            raise
+        except ValueError as e:
+            raise ScenarioError(f"topology: {e}") from None
+
+    def topology(self, base: Path) -> Topology:
+        raise NotImplementedError
+
+
+class LeafSpine(TopologySection):
     kind: Literal["leaf_spine"]
     spines: PositiveInt
     leaves: PositiveInt
@@ -96,7 +113,7 @@ class LeafSpine(Strict):
     host_link: LinkModel = HOST_LINK
     fabric_link: LinkModel = FABRIC_LINK
 
-    def build(self, base: Path) -> Topology:
+    def topology(self, base: Path) -> Topology:
         return Topology.leaf_spine(
             self.spines,
             self.leaves,
@@ -106,17 +123,17 @@ class LeafSpine(Strict):
         )
 
 
-class FatTree(Strict):
+class FatTree(TopologySection):
     kind: Literal["fat_tree"]
     k: PositiveInt
     host_link: LinkModel = HOST_LINK
     fabric_link: LinkModel = HOST_LINK
 
-    def build(self, base: Path) -> Topology:
+    def topology(self, base: Path) -> Topology:
         return Topology.fat_tree(self.k, self.host_link.link(), self.fabric_link.link())
 
 
-class ThreeTier(Strict):
+class ThreeTier(TopologySection):
     kind: Literal["three_tier"]
     cores: PositiveInt = 1
     aggs: PositiveInt = 2
@@ -126,7 +143,7 @@ class ThreeTier(Strict):
     fabric_link: LinkModel = HOST_LINK
     core_link: LinkModel | None = None
 
-    def build(self, base: Path) -> Topology:
+    def topology(self, base: Path) -> Topology:
         return Topology.three_tier(
             self.cores,
             self.aggs,
@@ -138,7 +155,7 @@ class ThreeTier(Strict):
         )
 
 
-class VL2(Strict):
+class VL2(TopologySection):
     kind: Literal["vl2"]
     d_a: PositiveInt
     d_i: PositiveInt
@@ -146,20 +163,20 @@ class VL2(Strict):
     host_link: LinkModel = HOST_LINK
     fabric_link: LinkModel = FABRIC_LINK
 
-    def build(self, base: Path) -> Topology:
+    def topology(self, base: Path) -> Topology:
         return Topology.vl2(
             self.d_a, self.d_i, self.hosts_per_tor, self.host_link.link(), self.fabric_link.link()
         )
 
 
-class Ring(Strict):
+class Ring(TopologySection):
     kind: Literal["ring", "mesh"]
     switches: PositiveInt
     hosts_per_switch: PositiveInt = 1
     host_link: LinkModel = HOST_LINK
     fabric_link: LinkModel = HOST_LINK
 
-    def build(self, base: Path) -> Topology:
+    def topology(self, base: Path) -> Topology:
         builder = Topology.ring if self.kind == "ring" else Topology.mesh
         return builder(
             self.switches, self.hosts_per_switch, self.host_link.link(), self.fabric_link.link()
@@ -179,7 +196,7 @@ class EdgeList(Strict):
     links: list[CustomLink]
 
 
-class Custom(Strict):
+class Custom(TopologySection):
     """Nodes and links listed inline, or in a separate TOML edge list (`file`, relative
     to the scenario) with the same three keys."""
 
@@ -198,7 +215,7 @@ class Custom(Strict):
             raise ValueError("list hosts, switches and links, or name an edge-list file")
         return self
 
-    def build(self, base: Path) -> Topology:
+    def topology(self, base: Path) -> Topology:
         edges = EdgeList(hosts=self.hosts, switches=self.switches, links=self.links)
         if self.file:
             try:
@@ -228,22 +245,6 @@ class LinkTraceModel(Strict):
     trace: str
 
 
-class BcnModel(Strict):
-    """BCN congestion points at every switch egress (IBCN's defaults): sampling
-    probability, equilibrium and severe-congestion queues (packets), derivative weight."""
-
-    pm: Annotated[float, Field(gt=0, le=1)] = defaults.number("bcn_point", "pm")
-    q_eq: Annotated[float, Field(ge=0)] = defaults.number("bcn_point", "q_eq")
-    q_sc: Annotated[float, Field(gt=0)] = defaults.number("bcn_point", "q_sc")
-    w: Annotated[float, Field(ge=0)] = defaults.number("bcn_point", "w")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> BcnModel:
-        if self.q_sc <= self.q_eq:
-            raise ValueError(f"q_sc ({self.q_sc}) must exceed q_eq ({self.q_eq})")
-        return self
-
-
 class PortQueueModel(Strict):
     """The queueing of one switch port, the one from `from` towards `to`, instead of
     the network's: its limit (default: switch_queue), scheduler and AQM."""
@@ -254,7 +255,7 @@ class PortQueueModel(Strict):
     limit: QueueLimit | None = None
     scheduler: Scheduler | None = None
     aqm: Aqm | None = None
-    device_queue: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
+    device_queue: DeviceQueue | None = None
 
 
 class PfcModel(Strict):
@@ -285,11 +286,11 @@ class Network(Strict):
     link_traces: list[LinkTraceModel] = []
     port_queues: list[PortQueueModel] = []
     # A device FIFO below every port's discipline (ns-3's point-to-point: 100 packets).
-    device_queue: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    device_queue: DeviceQueue = 0
     shared_buffer: Size | None = None
     buffer_alpha: Annotated[float, Field(gt=0)] = 1.0
     pfc: PfcModel | None = None
-    bcn: BcnModel | None = None
+    bcn: BcnPoints | None = None
 
     @model_validator(mode="after")
     def _one_marker(self) -> Network:
@@ -570,7 +571,8 @@ class BcnTraffic(PairedSources):
 
 class ControlApp(Strict):
     """One control program by name (see `isthmus.control.apps`), its parameters as
-    further keys; an agent app runs on every switch, or on those in `switches`."""
+    further keys, held to the types and ranges its constructor declares; an agent app
+    runs on every switch, or on those in `switches`."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
     name: str
@@ -580,6 +582,8 @@ class ControlApp(Strict):
     def _known(self) -> ControlApp:
         from isthmus.control.apps import check_parameters, is_agent
 
+        # Before anything is built or run: a value of the wrong type or out of range
+        # would otherwise surface inside the app, mid-run.
         check_parameters(self.name, self.parameters())
         if self.switches is not None and not is_agent(self.name):
             raise ValueError(f"switches applies to agent apps; {self.name!r} is a controller")
@@ -720,12 +724,7 @@ class Scenario(Strict):
             return self._build(self.seed if seed is None else seed, base)
 
     def _build(self, seed: int, base: Path) -> Simulation:
-        try:
-            topology = self.topology.build(base)
-        except ValueError as e:
-            if isinstance(e, ScenarioError):
-                raise
-            raise ScenarioError(f"topology: {e}") from None
+        topology = self.topology.build(base)
         try:
             sim = Simulation(
                 topology,
@@ -793,10 +792,16 @@ class Scenario(Strict):
 
 def _describe(error: ValidationError, prefix: str = "") -> str:
     """One line per problem: the dotted field path, then what is wrong with it."""
+    from isthmus.control.apps.parameters import ParameterError
+
     lines = []
     for problem in error.errors():
         loc = ".".join(str(part) for part in problem["loc"] if not _is_tag(part))
         message = problem["msg"].removeprefix("Value error, ")
+        cause = problem.get("ctx", {}).get("error")
+        if isinstance(cause, ParameterError) and problem["loc"][:2] == ("control", "apps"):
+            # Named as a build of the app names it: control.apps[0] (hedera): ...
+            loc = f"control.apps[{problem['loc'][2]}] ({cause.app})"
         if len(message) > 300:
             message = message[:300] + "..."
         if problem["type"] == "extra_forbidden":

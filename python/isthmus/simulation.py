@@ -15,10 +15,10 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from isthmus import _core, arguments, defaults
-from isthmus.arguments import MAX_GROUP_ID, MAX_METER_ID, U8, U16, U32, whole
+from isthmus.arguments import MAX_GROUP_ID, MAX_METER_ID, U8, U16, U32, checked, whole
 from isthmus.fields import Strict
 from isthmus.link_traces import load_trace
-from isthmus.queues import Step, checked, queue_config
+from isthmus.queues import Step, queue_config
 from isthmus.topology import Topology
 from isthmus.transport import TRANSPORTS, TcpParams
 from isthmus.units import format_time

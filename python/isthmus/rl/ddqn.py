@@ -26,24 +26,13 @@ independent (disjoint parameters, per-element Adam) at the price of one step.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-
-@dataclass(frozen=True)
-class DqnSettings:
-    hidden: int = 64
-    gamma: float = 0.9
-    learning_rate: float = 1e-3
-    batch: int = 32
-    capacity: int = 2000
-    target_every: int = 100
-    epsilon_start: float = 1.0
-    epsilon_min: float = 0.02
-    epsilon_decay: float = 0.995
+from isthmus.arguments import U32, whole
+from isthmus.rl.settings import DqnSettings, dqn_settings
 
 
 class StackedMlp(nn.Module):
@@ -80,16 +69,20 @@ class DoubleDqn:
         learners: int,
         state_dim: int,
         actions: int,
-        settings: DqnSettings = DqnSettings(),
+        settings: DqnSettings | dict | None = None,
         *,
         seed: int = 0,
         device: str | torch.device | None = None,
     ):
+        for name, value in (("learners", learners), ("state_dim", state_dim), ("actions", actions)):
+            whole(value, name, 0, U32)
         if learners < 1 or state_dim < 1 or actions < 2:
             raise ValueError(
                 f"a DQN group needs at least one learner, one state feature and two "
                 f"actions, got {learners}, {state_dim}, {actions}"
             )
+        settings = dqn_settings(settings)
+        seed = whole(seed, "seed", 0, 2**63 - 1)
         self.learners, self.state_dim, self.actions = learners, state_dim, actions
         self.settings = settings
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from isthmus.arguments import U16, number, whole
+
 FEATURES = 5
 # The queue each learner's reward is measured against: DCQCN's production Kmin (100 KB
 # at 25 Gb/s, scaled with the link), a queue static settings already call congested.
@@ -67,10 +69,9 @@ class QueueObserver:
         history: int = 3,
         beta: float = 0.5,
     ):
-        if history < 1:
-            raise ValueError(f"history must be at least 1 interval, got {history}")
-        if not 0.0 <= beta <= 1.0:
-            raise ValueError(f"beta weighs utilisation against queueing: 0..1, got {beta}")
+        history = whole(history, "history", 1, U16, "intervals an observation spans")
+        # beta weighs utilisation against queueing.
+        beta = number(beta, "beta", low=0, high=1)
         self.rates = np.asarray(rates_bps, dtype=np.float64)
         self.queue_ref = np.asarray(queue_ref_bytes, dtype=np.float64)
         self.history = history

@@ -40,6 +40,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -85,15 +86,41 @@ QUICK = {
 SHARING_QUANTA = ["10500B", "4500B"]
 
 
-def fabric() -> Topology:
+@dataclass(frozen=True)
+class FabricSize:
+    """A two-tier Clos of servers at 25 Gb/s, each leaf with two 100 Gb/s links to
+    every spine; the defaults are the testbed's (2 spines, 4 leaves, 6 servers a leaf:
+    24 hosts), what the study's figures use. Other sizes give other incast degrees;
+    learners pre-trained on one size fit that size only."""
+
+    spines: int = 2
+    leaves: int = 4
+    hosts_per_leaf: int = 6
+
+
+TESTBED = FabricSize()
+
+
+def fabric(size: FabricSize = TESTBED) -> Topology:
     return Topology.leaf_spine(
-        2, 4, 6, Link("25Gbps", "1us"), Link("100Gbps", "1us"), links_per_pair=2
+        size.spines,
+        size.leaves,
+        size.hosts_per_leaf,
+        Link("25Gbps", "1us"),
+        Link("100Gbps", "1us"),
+        links_per_pair=2,
     )
 
 
-def network(seed: int, sample_interval: str | None = None, scheduler=None) -> Simulation:
+def network(
+    seed: int,
+    sample_interval: str | None = None,
+    scheduler=None,
+    size: FabricSize = TESTBED,
+) -> Simulation:
+    """The study's network on a fabric of `size` (the testbed's by default)."""
     return Simulation(
-        fabric(),
+        fabric(size),
         seed=seed,
         host_queue="64MB",
         host_scheduler=Fq(kind="fq"),
@@ -164,13 +191,14 @@ def incast_mix(sim: Simulation, rng: np.random.Generator, start_s: float, span_s
     _add(sim, rng.choice(senders, size=q), np.full(q, receiver), sizes, starts * 1e12)
 
 
-def pretrain(seed: int, episodes: int, episode_ms: float) -> dict:
-    """Offline pre-training on incast mixes; returns the models, learning curve, cost."""
+def pretrain(seed: int, episodes: int, episode_ms: float, size: FabricSize = TESTBED) -> dict:
+    """Offline pre-training on incast mixes on a fabric of `size`; returns the models
+    (which fit that fabric only), learning curve, cost."""
     rng = np.random.default_rng([seed, 2021])
     models = None
     curve, simulated, started = [], 0.0, time.perf_counter()
     for _ in range(episodes):
-        sim = network(int(rng.integers(2**31)))
+        sim = network(int(rng.integers(2**31)), size=size)
         incast_mix(sim, rng, 0.0, episode_ms / 1e3)
         plane, agents = control(sim, "ACC", None, seed, train=True)
         if models is not None:
@@ -303,7 +331,9 @@ def run_sharing(seed: int, scheme: str, senders: int, span_ms: float) -> dict:
     and learns them online from scratch (its pre-trained learners cover class 0 only)."""
     sim = network(seed, sample_interval="20us", scheduler=Drr(kind="drr", quanta=SHARING_QUANTA))
     rng = np.random.default_rng([seed, 7, senders])
-    others = rng.choice(np.arange(6, 24), size=senders, replace=False)
+    # Senders on the other leaves than h0's: their flows cross the fabric.
+    hosts = TESTBED.leaves * TESTBED.hosts_per_leaf
+    others = rng.choice(np.arange(TESTBED.hosts_per_leaf, hosts), size=senders, replace=False)
     span = span_ms / 1e3
     rdma, tcp = [], []
     for src in others.tolist():

@@ -1,11 +1,11 @@
 """Control programs by name, one module each: the baselines (`ecmp`, `single_path`,
 `hedera`, `l2_learning`) and the schemes (`ofpt`, `ibcn`, `diolkos`, `acc`). Scenario
-files name them in `[[control.apps]]`; `app_class` finds one and `make_app` builds it
-from a scenario's parameters, refusing parameters the program does not take."""
+files name them in `[[control.apps]]`; `app_class` finds one and `check_parameters`
+holds a scenario's parameters to what its constructor declares (see
+`isthmus.control.apps.parameters`)."""
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from isthmus.control.apps.acc import Acc
@@ -15,6 +15,7 @@ from isthmus.control.apps.hedera import Hedera
 from isthmus.control.apps.ibcn import Ibcn
 from isthmus.control.apps.l2_learning import L2Learning
 from isthmus.control.apps.ofpt import Ofpt
+from isthmus.control.apps.parameters import check, declaration, parameter_model
 from isthmus.control.apps.single_path import SinglePath
 from isthmus.control.plane import Controller, SwitchAgent
 
@@ -38,17 +39,13 @@ def app_class(name: str) -> type[Controller] | type[SwitchAgent]:
 
 def app_parameters(name: str) -> list[str]:
     """The keyword parameters app `name` takes (an agent's handle excluded)."""
-    signature = inspect.signature(app_class(name).__init__)
-    skip = {"self", "switch"}
-    return [p for p in signature.parameters if p not in skip]
+    return list(parameter_model(declaration(app_class(name))).model_fields)
 
 
-def check_parameters(name: str, params: dict[str, Any]) -> None:
-    accepted = app_parameters(name)
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        takes = ", ".join(accepted) if accepted else "no parameters"
-        raise ValueError(f"app {name!r} has no parameter(s) {', '.join(unknown)}; it takes {takes}")
+def check_parameters(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """`params` checked against app `name`'s declared parameters (names, types and
+    ranges), before anything is built; returns the values to construct it with."""
+    return check(name, declaration(app_class(name)), params)
 
 
 def is_agent(name: str) -> bool:

@@ -29,51 +29,68 @@ Offline pre-training is this same loop on training traffic; `save_models` and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
 import numpy as np
+from pydantic import Field
 
+from isthmus.control.apps.parameters import Fraction, Period, Seed, TrafficClass, checked
 from isthmus.control.plane import SwitchAgent, SwitchHandle
 from isthmus.rl.ecn_queues import (
     COUNTERS,
+    FEATURES,
     NUM_TEMPLATES,
     QueueObserver,
     queue_ref_bytes,
     templates,
 )
+from isthmus.rl.settings import MAX_CAPACITY, DqnSettings
 from isthmus.units import time_ps
 
 GLOBAL_MEMORY = "acc-global-memory"
 IDLE_INTERVALS = 3
+# Intervals an observation looks back over, at most (ACC's k is 3).
+MAX_HISTORY = 64
+# The replay memory of one switch's learners, in bytes.
+MAX_MEMORY_BYTES = 2**30
 
 
 class Acc(SwitchAgent):
+    @checked
     def __init__(
         self,
         switch: SwitchHandle,
         *,
-        interval: int | str = "100us",
-        classes: tuple[int, ...] = (0,),
+        interval: Period = "100us",
+        classes: Annotated[Sequence[TrafficClass], Field(min_length=1)] = (0,),
         train: bool = True,
-        train_every: int = 4,
-        share_every: int = 50,
-        pull: int = 4,
-        history: int = 3,
-        beta: float = 0.5,
-        flat: float = 1e-3,
-        initial_template: int | None = None,
-        settings: Any = None,
+        train_every: Annotated[int, Field(ge=1, lt=2**31)] = 4,
+        share_every: Annotated[int, Field(ge=1, lt=2**31)] = 50,
+        pull: Annotated[int, Field(ge=0, le=MAX_CAPACITY)] = 4,
+        history: Annotated[int, Field(ge=1, le=MAX_HISTORY)] = 3,
+        beta: Fraction = 0.5,
+        flat: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-3,
+        initial_template: Annotated[int, Field(ge=0, lt=NUM_TEMPLATES)] | None = None,
+        settings: DqnSettings | None = None,
         pretrained: dict | None = None,
-        seed: int = 0,
+        seed: Seed = 0,
     ):
         super().__init__(switch)
         self.interval = time_ps(interval)
-        if self.interval <= 0:
-            raise ValueError(f"interval must be a positive duration, got {interval!r}")
-        for name, value in (("train_every", train_every), ("share_every", share_every)):
-            if value < 1:
-                raise ValueError(f"{name} counts control intervals: at least 1, got {value}")
+        settings = settings or DqnSettings()
+        # Every queue the agent may tune has a learner whose replay memory holds
+        # `capacity` transitions of two observations (4 bytes a feature) each.
+        learners = switch.num_ports * len(set(classes))
+        memory = learners * settings.capacity * 2 * history * FEATURES * 4
+        if memory > MAX_MEMORY_BYTES:
+            raise ValueError(
+                f"{learners} learners on '{switch.name}' x settings.capacity "
+                f"{settings.capacity} transitions x history {history} would hold "
+                f"{memory / 2**20:.0f} MiB of replay memory; at most "
+                f"{MAX_MEMORY_BYTES // 2**20} MiB a switch: lower settings.capacity or history"
+            )
         self.classes = tuple(classes)
         self.train, self.train_every = train, train_every
         self.share_every, self.pull = share_every, pull
@@ -89,7 +106,7 @@ class Acc(SwitchAgent):
         self.rewards: list[float] = []
 
     def on_start(self) -> None:
-        from isthmus.rl.ddqn import DoubleDqn, DqnSettings, GlobalMemory
+        from isthmus.rl.ddqn import DoubleDqn, GlobalMemory
 
         ports = self.switch.ports()
         queues = self.switch.queues()
@@ -112,16 +129,11 @@ class Acc(SwitchAgent):
             len(self._rows),
             self.observer.state_dim,
             NUM_TEMPLATES,
-            _settings(self.settings, DqnSettings),
+            self.settings,
             seed=int(np.random.default_rng(switch_seed).integers(2**31)),
         )
         if self.pretrained is not None:
-            if self.switch.name not in self.pretrained:
-                raise ValueError(
-                    f"the pretrained models have no learners for switch '{self.switch.name}'; "
-                    f"they have {', '.join(sorted(self.pretrained))}"
-                )
-            self.dqn.load_state_dict(self.pretrained[self.switch.name])
+            self._load(self.pretrained)
         self.memory = self.switch.shared(GLOBAL_MEMORY, lambda: GlobalMemory(seed=self.seed))
         start = self.initial_template
         self.template = np.full(len(self._rows), start if start is not None else 0, dtype=int)
@@ -133,6 +145,40 @@ class Acc(SwitchAgent):
             self._apply(learner)
         self.observer.observe(self._counters(), 0, self.template)
         self.every(self.interval, self.step)
+
+    def _load(self, pretrained: dict) -> None:
+        """This switch's learners from `pretrained` (see `read_models`), refused with
+        what they were trained for where this switch differs."""
+        name = self.switch.name
+        if name not in pretrained:
+            raise ValueError(
+                f"the pretrained models have no learners for switch '{name}'; they have "
+                f"{', '.join(sorted(pretrained))}: they come from another fabric"
+            )
+        state = pretrained[name]
+        saved = tuple(int(v) for v in state["shape"])
+        here = (self.dqn.learners, self.dqn.state_dim, self.dqn.actions)
+        if saved != here:
+            queues, features, actions = saved
+            differences = []
+            if queues != here[0]:
+                differences.append(
+                    f"they tune {queues} egress queues, this switch has {here[0]} ("
+                    f"{self.switch.num_ports} ports x classes {self.classes}): they were "
+                    f"trained on a fabric where '{name}' has {queues} queues"
+                )
+            if features != here[1]:
+                differences.append(
+                    f"they observe {features // FEATURES} intervals (history), this agent "
+                    f"{self.history}"
+                )
+            if actions != here[2]:
+                differences.append(f"they choose among {actions} templates, not {here[2]}")
+            raise ValueError(
+                f"the pretrained learners for switch '{name}' do not fit it: "
+                f"{'; '.join(differences)}; pretrain on this fabric and these settings"
+            )
+        self.dqn.load_state_dict(state)
 
     @property
     def learners(self) -> int:
@@ -188,23 +234,6 @@ class Acc(SwitchAgent):
             self.memory.push(self.dqn.recent(self.share_every))
             if self.train:
                 self.memory.pull_into(self.dqn, self.pull)
-
-
-def _settings(given: Any, settings_type: type) -> Any:
-    """The learners' settings: given as `DqnSettings`, as a table of its fields (a
-    scenario file's), or the defaults."""
-    if given is None:
-        return settings_type()
-    if isinstance(given, dict):
-        fields = set(settings_type.__dataclass_fields__)
-        unknown = sorted(set(given) - fields)
-        if unknown:
-            raise ValueError(
-                f"unknown ACC learner setting(s) {', '.join(unknown)}; known: "
-                f"{', '.join(sorted(fields))}"
-            )
-        return settings_type(**given)
-    return given
 
 
 def save_models(agents: list[Acc], path: str | Path) -> None:

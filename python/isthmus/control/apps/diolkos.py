@@ -43,21 +43,28 @@ from __future__ import annotations
 
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
+from isthmus.control.apps.parameters import MAX_ROWS, Period, Priority, Seed, Steps, checked
 from isthmus.control.events import EntryRemoved
 from isthmus.control.forecasts import SERVICE_KEY, ForecastService
 from isthmus.control.loop_free import allowed_ports
 from isthmus.control.plane import SwitchAgent, SwitchHandle
 from isthmus.predict.base import Forecaster
 from isthmus.predict.models import NEURAL, make
+from isthmus.predict.neural import NeuralForecaster
 from isthmus.predict.replay import ReplayDB
+from isthmus.predict.splits import split_rows
 from isthmus.units import time_ps
 
 PS = 1e12
+# The rows a switch's ReplayDB may hold, in bytes (8 per port per row).
+MAX_REPLAY_BYTES = 2**30
 
 
 @dataclass
@@ -88,41 +95,34 @@ class Diolkos(SwitchAgent):
         is quiet this long. seed: with the switch's name, its random stream.
     """
 
+    @checked
     def __init__(
         self,
         switch: SwitchHandle,
         *,
-        model: Any = "dense",
-        sample_period: str = "1s",
-        window: int = 5,
-        lead: int = 1,
-        horizon: int = 1,
-        smoothing: int | None = 75,
-        alpha: float = 0.01,
-        train_after: int = 500,
-        retrain_every: int | None = None,
-        replay_capacity: int = 100_000,
+        model: str | Callable[..., Forecaster] = "dense",
+        sample_period: Period = "1s",
+        window: Steps = 5,
+        lead: Steps = 1,
+        horizon: Steps = 1,
+        smoothing: Steps | None = 75,
+        alpha: Annotated[float, Field(ge=0, lt=1)] = 0.01,
+        train_after: Annotated[int, Field(ge=3)] = 500,
+        retrain_every: Annotated[int, Field(ge=1)] | None = None,
+        replay_capacity: Annotated[int, Field(ge=3, le=MAX_ROWS)] = 100_000,
         model_options: dict[str, Any] | None = None,
-        priority: int = 20,
-        idle_timeout: str = "5s",
-        seed: int = 0,
+        priority: Priority = 20,
+        idle_timeout: Period = "5s",
+        seed: Seed = 0,
     ) -> None:
         super().__init__(switch)
         self.period = time_ps(sample_period)
-        if self.period <= 0:
-            raise ValueError(f"sample_period must be positive, got {sample_period!r}")
-        if not 0.0 <= alpha < 1.0:
-            raise ValueError(f"alpha must be a fraction in [0, 1), got {alpha!r}")
-        for name, value in (("train_after", train_after), ("replay_capacity", replay_capacity)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 3:
-                raise ValueError(f"{name} must be an integer of at least 3, got {value!r}")
-        if retrain_every is not None and (
-            isinstance(retrain_every, bool)
-            or not isinstance(retrain_every, int)
-            or retrain_every < 1
-        ):
+        replay_bytes = replay_capacity * switch.num_ports * 8
+        if replay_bytes > MAX_REPLAY_BYTES:
             raise ValueError(
-                f"retrain_every must be a positive integer or None, got {retrain_every!r}"
+                f"replay_capacity {replay_capacity} rows of {switch.num_ports} ports would keep "
+                f"{replay_bytes / 2**20:.0f} MiB of rows on '{switch.name}'; at most "
+                f"{MAX_REPLAY_BYTES // 2**20} MiB a switch: give a smaller replay_capacity"
             )
         self.alpha = alpha
         self.train_after = train_after
@@ -134,6 +134,8 @@ class Diolkos(SwitchAgent):
         if isinstance(model, str) and model in NEURAL:
             options.setdefault("seed", seed)
         self.model: Forecaster = make(model, **options)
+        if switch.shared(SERVICE_KEY, ForecastService).pushed(switch) is None:
+            _check_train_after(self.model, train_after)
         self.round_steps = self.model.lead + self.model.horizon
         names = [str(port) for port in range(switch.num_ports)]
         self.replay = ReplayDB(replay_capacity, names, switch=switch.name)
@@ -296,3 +298,38 @@ class Diolkos(SwitchAgent):
         key = self._moved_by_entry.pop(event.entry, None)
         if key is not None and self._moved.get(key, (None,))[0] == event.entry:
             del self._moved[key]
+
+
+def _check_train_after(model: Forecaster, train_after: int) -> None:
+    """Refuses a `train_after` whose rows, split 20/60/20 (test, train, validation),
+    leave the model's training or validation rows too few for one example (window +
+    lead + horizon - 1 rows): a neural model scores every epoch on the validation rows
+    and learns from the training rows, and would stop the run at its first training."""
+    if not isinstance(model, NeuralForecaster):
+        return
+    span = model.window + model.lead + model.horizon - 1
+    least = _least_rows(span)
+    if train_after < least:
+        raise ValueError(
+            f"train_after ({train_after}) is too few rows: the first training splits them "
+            f"20/60/20 into test, train and validation rows, and the train and validation "
+            f"rows must each hold one example of {span} rows (window {model.window} + lead "
+            f"{model.lead} + horizon {model.horizon} - 1); give train_after of at least "
+            f"{least}, or a smaller window"
+        )
+
+
+def _least_rows(span: int) -> int:
+    """The fewest rows whose Diolkos split has train and validation rows of `span` each."""
+    rows = 3
+    while True:
+        try:
+            split = split_rows(rows)
+        except ValueError:  # too few for every segment to have a row
+            rows += 1
+            continue
+        train = split.train.stop - split.train.start
+        validation = split.validation.stop - split.validation.start
+        if train >= span and validation >= span:
+            return rows
+        rows += 1

@@ -13,6 +13,7 @@ entries, so controllers can start from it and override single flows.
 
 from __future__ import annotations
 
+from isthmus.control.apps.parameters import Priority, checked
 from isthmus.control.plane import Controller
 from isthmus.control.routing import next_hop_ports
 
@@ -31,7 +32,8 @@ def install_ecmp(controller: Controller, priority: int) -> None:
 
 
 class Ecmp(Controller):
-    def __init__(self, priority: int = 1):
+    @checked
+    def __init__(self, priority: Priority = 1):
         self.priority = priority
 
     def on_start(self) -> None:

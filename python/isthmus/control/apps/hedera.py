@@ -19,25 +19,34 @@ Raghavan, Huang, Vahdat; NSDI 2010).
 from __future__ import annotations
 
 import itertools
+from typing import Annotated
 
 import numpy as np
+from pydantic import Field
 
+from isthmus.control.apps.parameters import Fraction, Period, Priority, checked
 from isthmus.control.demands import estimate_demands
 from isthmus.control.plane import Controller
-from isthmus.units import time_ps
+from isthmus.simulation import FOREVER_PS
+from isthmus.units import format_time, time_ps
 
 
 class Hedera(Controller):
+    @checked
     def __init__(
         self,
-        period: int | str = "5s",
-        time_scale: float = 1e-3,
-        elephant_fraction: float = 0.1,
-        priority: int = 100,
+        period: Period = "5s",
+        time_scale: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1e-3,
+        elephant_fraction: Fraction = 0.1,
+        priority: Priority = 100,
     ):
-        self.period = int(time_ps(period) * time_scale)
-        if self.period <= 0:
-            raise ValueError("period x time_scale must be a positive duration")
+        scaled = time_ps(period) * time_scale
+        if not 1 <= scaled < FOREVER_PS:
+            raise ValueError(
+                f"period x time_scale must be a duration from 1 ps to "
+                f"{format_time(FOREVER_PS - 1)}, got {scaled:g} ps"
+            )
+        self.period = int(scaled)
         self.elephant_fraction = elephant_fraction
         self.priority = priority
         self.placed: dict[int, list[tuple[int, int]]] = {}

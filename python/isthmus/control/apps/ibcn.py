@@ -20,10 +20,11 @@ Congestion Notification Algorithm for Software-Defined Data Center Networks").
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from isthmus.control.apps.parameters import Period, Rows, Steps, checked
 from isthmus.control.plane import Controller
 from isthmus.predict import Forecaster, make
 from isthmus.units import time_ps
@@ -33,23 +34,20 @@ REPLY_BYTES = 104
 
 
 class Ibcn(Controller):
+    @checked
     def __init__(
         self,
         model: str = "lstm",
-        interval: int | str = "1s",
-        window: int = 10,
-        horizon: int = 5,
-        training_polls: int = 0,
+        interval: Period = "1s",
+        window: Steps = 10,
+        horizon: Steps = 5,
+        training_polls: Rows = 0,
         model_options: dict[str, Any] | None = None,
         forecaster: Forecaster | None = None,
-        series: str = "switch",
+        series: Literal["switch", "port"] = "switch",
     ):
-        if series not in ("switch", "port"):
-            raise ValueError(f"series must be 'switch' or 'port', got {series!r}")
         self.series = series
         self.interval = time_ps(interval)
-        if self.interval <= 0:
-            raise ValueError(f"interval must be a positive duration, got {interval!r}")
         # The last fifth of the training polls is held out for early stopping and must
         # hold one window and its horizon.
         least = 5 * (window + horizon)

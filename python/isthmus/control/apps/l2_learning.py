@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections import deque
 
+from isthmus.control.apps.parameters import Period, Priority, checked
 from isthmus.control.events import PacketIn
 from isthmus.control.plane import Controller
 
 
 class L2Learning(Controller):
-    def __init__(self, priority: int = 1, idle_timeout: str | None = None):
+    @checked
+    def __init__(self, priority: Priority = 1, idle_timeout: Period | None = None):
         self.priority = priority
         self.idle_timeout = idle_timeout
         self.learned: dict[int, dict[int, int]] = {}

@@ -37,10 +37,13 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import numpy as np
+from pydantic import Field
 
 from isthmus.control.apps.ecmp import install_ecmp
+from isthmus.control.apps.parameters import Bytes, Period, Priority, checked
 from isthmus.control.demands import estimate_demands
 from isthmus.control.events import FlowArrival, FlowFinished
 from isthmus.control.mcf import Commodity, max_concurrent_flow
@@ -81,28 +84,25 @@ class _LongFlow:
 
 
 class Ofpt(Controller):
+    @checked
     def __init__(
         self,
-        period: int | str = "10ms",
-        long_flow: int | str = "100KB",
-        epsilon: float = 0.1,
-        priority: int = 60000,
-        ecmp_priority: int = 1,
-        ack_reserve: float = 0.03,
+        period: Period = "10ms",
+        long_flow: Bytes = "100KB",
+        epsilon: Annotated[float, Field(gt=0, lt=1 / 3)] = 0.1,
+        priority: Priority = 60000,
+        ecmp_priority: Priority = 1,
+        ack_reserve: Annotated[float, Field(ge=0, lt=1)] = 0.03,
     ):
         self.period = time_ps(period)
-        if self.period <= 0:
-            raise ValueError(f"period must be a positive duration, got {period!r}")
         self.long_flow = size_bytes(long_flow)
-        if not 0 < epsilon < 1 / 3:
-            raise ValueError(f"epsilon must be in (0, 1/3), got {epsilon}")
         self.epsilon = epsilon
-        if not ecmp_priority < priority <= 65535:
-            raise ValueError("priority must lie above ecmp_priority and at most 65535")
+        if not ecmp_priority < priority:
+            raise ValueError(
+                f"priority must lie above ecmp_priority ({ecmp_priority}), got {priority}"
+            )
         self.priority = priority
         self.ecmp_priority = ecmp_priority
-        if not 0 <= ack_reserve < 1:
-            raise ValueError(f"ack_reserve must be in [0, 1), got {ack_reserve}")
         self.ack_reserve = ack_reserve
         self.flows: dict[int, _LongFlow] = {}
         self.rounds = 0

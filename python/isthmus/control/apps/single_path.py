@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from isthmus.control.apps.parameters import Priority, checked
 from isthmus.control.plane import Controller
 from isthmus.control.routing import next_hop_ports
 
 
 class SinglePath(Controller):
-    def __init__(self, priority: int = 1):
+    @checked
+    def __init__(self, priority: Priority = 1):
         self.priority = priority
 
     def on_start(self) -> None:
