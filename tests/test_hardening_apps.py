@@ -194,3 +194,30 @@ def test_a_scenario_names_diolkos_train_after_with_the_least_value(tmp_path):
     output = result.output.replace("\n", " ")
     assert "control.apps[0] (diolkos): train_after (20) is too few rows" in output
     assert "give train_after of at least 28" in output
+
+
+@pytest.mark.parametrize(
+    ("table", "fabric", "message"),
+    [
+        (
+            'name = "ecmp"',
+            "spines = 1\nleaves = 500\nhosts_per_leaf = 20",
+            "(ecmp): ECMP would install 10020000 entries (a group and an entry per switch "
+            "and destination: 501 x 10000, twice); at most 10000000 in the network",
+        ),
+        (
+            'name = "single_path"',
+            "spines = 1\nleaves = 100\nhosts_per_leaf = 32",
+            "(single_path): single-path routing would install 10236800 entries",
+        ),
+    ],
+)
+def test_an_app_that_would_fill_the_tables_beyond_the_bound_is_refused_before_the_run(
+    table, fabric, message
+):
+    """Millions of entries, each a call and a hundred-odd bytes in the engine: refused
+    as the app is added, not after minutes of installing (or an abort)."""
+    text = with_app(table, BASE.replace("spines = 2\nleaves = 2\nhosts_per_leaf = 2", fabric))
+    with pytest.raises(ScenarioError) as refused:
+        parse_scenario(text).build()
+    assert f"control.apps[0] {message}" in str(refused.value)

@@ -13,9 +13,10 @@ the `ControlPlane`, default 0). Handlers are methods named after the events
 (`on_packet_in`, `on_flow_arrival`, `on_flow_finished`, `on_entry_removed`); timers call
 the function they were set with.
 
-Lifecycle: `on_start()` runs once per program, at the first `ControlPlane.run` after the
-program was added; running in segments (`run("1ms")`, then `run("2ms")`) continues the
-same programs, timers and entries.
+Lifecycle: `on_attach()` runs as a program is added, before anything runs (where it
+refuses a network it cannot serve); `on_start()` runs once per program, at the first
+`ControlPlane.run` after the program was added; running in segments (`run("1ms")`,
+then `run("2ms")`) continues the same programs, timers and entries.
 """
 
 from __future__ import annotations
@@ -100,6 +101,10 @@ class _Program:
     def cancel(self, timer: int) -> None:
         """Stops a timer (a one-shot timer that already fired: nothing happens)."""
         self._clock.cancel(whole(timer, "timer", 0, U32, "a timer id"))
+
+    def on_attach(self) -> None:
+        """Called as the program is added, before anything runs: it sees the network
+        (not yet the run) and may refuse one it cannot serve with a ValueError."""
 
     def on_start(self) -> None:
         """Called once, at the first run after the program was added."""
@@ -606,6 +611,7 @@ class ControlPlane:
             raise ValueError(f"controller must be a Controller, got {arguments.shown(controller)}")
         controller._plane = self
         controller._clock = _Clock(self)
+        controller.on_attach()
         self.controllers.append(controller)
         self._unstarted.append(controller)
         return controller
@@ -638,6 +644,7 @@ class ControlPlane:
         for switch in chosen:
             agent = agent_type(SwitchHandle(self, switch), **kwargs)
             agent._clock = _Clock(self)
+            agent.on_attach()
             self.agents[switch] = agent
             self._unstarted.append(agent)
             made.append(agent)

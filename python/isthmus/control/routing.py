@@ -7,6 +7,20 @@ from collections import deque
 
 from isthmus.control.portmap import PortMap
 
+# Flow entries (and groups) an app may install across the network: the engine keeps
+# each in memory (a hundred-odd bytes), and the app installs each by a call.
+MAX_INSTALLED_ENTRIES = 10_000_000
+
+
+def check_installs(app: str, entries: int, why: str) -> None:
+    """Refuses an app that would install more than MAX_INSTALLED_ENTRIES entries."""
+    if entries > MAX_INSTALLED_ENTRIES:
+        raise ValueError(
+            f"{app} would install {entries} entries ({why}); at most "
+            f"{MAX_INSTALLED_ENTRIES} in the network: use a smaller fabric, or the "
+            "engine's built-in routing (network.routing) instead of the app"
+        )
+
 
 def next_hop_ports(ports: PortMap) -> dict[tuple[int, int], list[int]]:
     """(switch node, destination host address) -> egress ports on shortest paths."""

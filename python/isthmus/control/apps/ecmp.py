@@ -15,7 +15,15 @@ from __future__ import annotations
 
 from isthmus.control.apps.parameters import Priority, checked
 from isthmus.control.plane import Controller
-from isthmus.control.routing import next_hop_ports
+from isthmus.control.routing import check_installs, next_hop_ports
+
+
+def check_ecmp_fits(controller: Controller, app: str) -> None:
+    """Refuses a network whose ECMP groups and entries (steps 1-2) are too many."""
+    kinds = controller.ports.kinds
+    switches, hosts = kinds.count("switch"), kinds.count("host")
+    why = f"a group and an entry per switch and destination: {switches} x {hosts}, twice"
+    check_installs(app, 2 * switches * hosts, why)
 
 
 def install_ecmp(controller: Controller, priority: int) -> None:
@@ -35,6 +43,9 @@ class Ecmp(Controller):
     @checked
     def __init__(self, priority: Priority = 1):
         self.priority = priority
+
+    def on_attach(self) -> None:
+        check_ecmp_fits(self, "ECMP")
 
     def on_start(self) -> None:
         install_ecmp(self, self.priority)

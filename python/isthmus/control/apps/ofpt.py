@@ -42,7 +42,7 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
-from isthmus.control.apps.ecmp import install_ecmp
+from isthmus.control.apps.ecmp import check_ecmp_fits, install_ecmp
 from isthmus.control.apps.parameters import Bytes, Period, Priority, checked
 from isthmus.control.demands import estimate_demands
 from isthmus.control.events import FlowArrival, FlowFinished
@@ -116,6 +116,9 @@ class Ofpt(Controller):
         self._tor_paths: dict[tuple[int, int], list[list[int]]] = {}
 
     # ---- view --------------------------------------------------------------------------
+
+    def on_attach(self) -> None:
+        check_ecmp_fits(self, "OFPT (over ECMP)")
 
     def on_start(self) -> None:
         install_ecmp(self, self.ecmp_priority)

@@ -14,13 +14,18 @@ import numpy as np
 
 from isthmus.control.apps.parameters import Priority, checked
 from isthmus.control.plane import Controller
-from isthmus.control.routing import next_hop_ports
+from isthmus.control.routing import check_installs, next_hop_ports
 
 
 class SinglePath(Controller):
     @checked
     def __init__(self, priority: Priority = 1):
         self.priority = priority
+
+    def on_attach(self) -> None:
+        hosts = len(self.ports.host_node)
+        why = f"one or more per ordered pair of hosts: {hosts} x {hosts - 1} at least"
+        check_installs("single-path routing", hosts * (hosts - 1), why)
 
     def on_start(self) -> None:
         ports = self.ports
