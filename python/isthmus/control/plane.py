@@ -810,6 +810,8 @@ class ControlPlane:
             raise ValueError(
                 f"weights: give one weight per port ({len(ports)} ports, {len(weights)} weights)"
             )
+        if not any(weights):
+            raise ValueError("weights: a select group needs at least one weight above zero")
         self._engine_call("set_select_group", 0, switch, group, ports, weights)
 
     def _packet_out(self, buffer: int, port: int | None) -> None:

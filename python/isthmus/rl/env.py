@@ -27,7 +27,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from isthmus import units
+from isthmus import arguments, units
 from isthmus.control import Controller, ControlPlane
 from isthmus.scenario import Scenario, load_scenario
 from isthmus.simulation import Simulation
@@ -54,16 +54,23 @@ class EcnThresholdEnv(gym.Env):
 
             path = resolve_scenario(str(scenario))
             self.scenario, self.base = load_scenario(path), path.parent
-        self.interval = units.time_ps(interval)
+        self.interval = arguments.duration(interval, "interval")
         if self.interval == 0:
             raise ValueError("interval must be greater than zero")
-        if not thresholds:
-            raise ValueError("thresholds needs at least one choice")
-        for t in thresholds:
-            units.limit(t)
+        if (
+            isinstance(thresholds, str)
+            or not isinstance(thresholds, tuple | list)
+            or not thresholds
+        ):
+            raise ValueError(
+                "thresholds must be a list of queue limits, at least one (e.g. ['20pkts']), "
+                f"got {arguments.shown(thresholds)}"
+            )
+        for i, t in enumerate(thresholds):
+            arguments.queue_limit(t, f"thresholds[{i}]")
         self.thresholds = list(thresholds)
-        self.episode = units.time_ps(episode)
-        self.queue_weight = queue_weight
+        self.episode = arguments.duration(episode, "episode")
+        self.queue_weight = arguments.number(queue_weight, "queue_weight", low=0)
         probe = self.scenario.build(base=self.base)
         nodes = probe.topology.nodes()
         ports = probe.ports()

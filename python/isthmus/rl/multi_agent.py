@@ -24,7 +24,7 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from isthmus import units
+from isthmus import arguments
 from isthmus.control import ControlPlane, SwitchAgent
 from isthmus.rl.ecn_queues import (
     COUNTERS,
@@ -50,12 +50,12 @@ class EcnQueuesEnv(ParallelEnv):
         beta: float = 0.5,
     ):
         """`build(seed)` returns a fresh simulation with its traffic added."""
-        self.build = build
-        self.interval = units.time_ps(interval)
-        self.episode = units.time_ps(episode)
+        self.build = arguments.callable_argument(build, "build")
+        self.interval = arguments.duration(interval, "interval")
+        self.episode = arguments.duration(episode, "episode")
         if self.interval <= 0 or self.episode < self.interval:
             raise ValueError("interval must be positive and episode at least one interval")
-        self.classes = tuple(classes)
+        self.classes = tuple(arguments.whole_list(classes, "classes", 0, 255, "a traffic class"))
         self.history, self.beta = history, beta
         probe = build(0)
         queues = probe.queues()
