@@ -5,14 +5,20 @@ no traceback), from Python one ValueError naming the parameter. A network the en
 cannot build is one error too, wherever the scenario is built. Diolkos refuses a
 `train_after` too few for its model's window, naming the least that works."""
 
+import os
+import tomllib
 from pathlib import Path
 
 import pytest
+import tomli_w
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from isthmus import Link, Simulation, Topology
 from isthmus.cli import app
 from isthmus.control import ControlPlane
+from isthmus.control.apps import APPS, app_parameters
 from isthmus.control.apps.acc import Acc
 from isthmus.control.apps.diolkos import Diolkos
 from isthmus.control.apps.ecmp import Ecmp
@@ -221,3 +227,48 @@ def test_an_app_that_would_fill_the_tables_beyond_the_bound_is_refused_before_th
     with pytest.raises(ScenarioError) as refused:
         parse_scenario(text).build()
     assert f"control.apps[0] {message}" in str(refused.value)
+
+
+# Values a TOML file can hold, of every type and at the edges.
+TOML_VALUES = st.one_of(
+    st.sampled_from(
+        [0, 1, -1, 3, 2**15, 2**16, 2**31, 2**63 - 1, -(2**63), 0.5, 1e300, -0.0]
+        + [float("inf"), float("nan"), True, False, "", "x", "1ms", "0s", "-1ms", "10KB"]
+        + ["lstm", "dense", "ewma", "switch", [], [0], [1, 2], ["a"], {}, {"hidden": 3}]
+        + [{"a": 1}, {"hidden": "x"}, {"epochs": -1}, {"capacity": 0}, {"window": 2}]
+    ),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(),
+    st.text(max_size=12),
+)
+
+
+# What an app needs beyond its defaults to be built (IBCN: polls to train on).
+VALID_APP_TABLES = {"ibcn": {"training_polls": 100}}
+
+
+@settings(
+    max_examples=int(os.environ.get("ISTHMUS_FUZZ_EXAMPLES", 300)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(data=st.data())
+def test_any_value_of_any_app_parameter_builds_or_is_one_error_naming_it(data):
+    name = data.draw(st.sampled_from(sorted(APPS)), label="app")
+    parameter = data.draw(st.sampled_from(app_parameters(name)), label="parameter")
+    value = data.draw(TOML_VALUES, label="value")
+    document = tomllib.loads(BASE)
+    table = {"name": name, **VALID_APP_TABLES.get(name, {}), parameter: value}
+    document["control"] = {"apps": [table]}
+    try:
+        text = tomli_w.dumps(document)
+    except (TypeError, ValueError):  # nothing a file could hold
+        return
+    try:
+        parse_scenario(text).build()
+    except ScenarioError as e:
+        message = str(e)
+        assert f"control.apps[0] ({name})" in message, message
+        assert parameter in message, message
+        assert "\n" not in message.strip() and len(message) < 1000, message

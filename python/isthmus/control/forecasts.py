@@ -15,14 +15,39 @@ a run, `pushed(handle)` by the agent on that switch.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
 from isthmus.control.plane import SwitchHandle
 from isthmus.predict.base import Forecaster
+from isthmus.predict.models import MODELS, ModelSpec, make
 from isthmus.predict.neural import NeuralForecaster
 
 SERVICE_KEY = "isthmus.forecasts"
+
+
+def app_forecaster(
+    model: ModelSpec, model_options: dict[str, Any] | None, **settings: Any
+) -> Forecaster:
+    """An app's forecaster: `model` (a name of `isthmus.predict.MODELS`, or a callable)
+    made with the app's `settings` (window, horizon, ...) over its `model_options`. An
+    option the forecaster refuses is refused naming model_options, the app parameter
+    it came from."""
+    if isinstance(model, str) and model not in MODELS:
+        return make(model)  # refused, naming the model and those there are
+    options = dict(model_options or {})
+    twice = sorted(set(options) & set(settings))
+    if twice:
+        raise ValueError(
+            f"model_options: {', '.join(twice)} are the app's own parameters; give them "
+            "as such, not among the model's options"
+        )
+    name = model if isinstance(model, str) else getattr(model, "__name__", "given")
+    try:
+        return make(model, **options, **settings)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"model_options (of the {name} forecaster): {e}") from None
 
 
 class ForecastService:

@@ -52,11 +52,11 @@ from pydantic import Field
 
 from isthmus.control.apps.parameters import MAX_ROWS, Period, Priority, Seed, Steps, checked
 from isthmus.control.events import EntryRemoved
-from isthmus.control.forecasts import SERVICE_KEY, ForecastService
+from isthmus.control.forecasts import SERVICE_KEY, ForecastService, app_forecaster
 from isthmus.control.loop_free import allowed_ports
 from isthmus.control.plane import SwitchAgent, SwitchHandle
 from isthmus.predict.base import Forecaster
-from isthmus.predict.models import NEURAL, make
+from isthmus.predict.models import NEURAL
 from isthmus.predict.neural import NeuralForecaster
 from isthmus.predict.replay import ReplayDB
 from isthmus.predict.splits import split_rows
@@ -130,10 +130,11 @@ class Diolkos(SwitchAgent):
         self.priority = priority
         self.idle_timeout = idle_timeout
         options = dict(model_options or {})
-        options.update(window=window, lead=lead, horizon=horizon, smoothing=smoothing)
         if isinstance(model, str) and model in NEURAL:
             options.setdefault("seed", seed)
-        self.model: Forecaster = make(model, **options)
+        self.model: Forecaster = app_forecaster(
+            model, options, window=window, lead=lead, horizon=horizon, smoothing=smoothing
+        )
         if switch.shared(SERVICE_KEY, ForecastService).pushed(switch) is None:
             _check_train_after(self.model, train_after)
         self.round_steps = self.model.lead + self.model.horizon

@@ -25,8 +25,9 @@ from typing import Any, Literal
 import numpy as np
 
 from isthmus.control.apps.parameters import Period, Rows, Steps, checked
+from isthmus.control.forecasts import app_forecaster
 from isthmus.control.plane import Controller
-from isthmus.predict import Forecaster, make
+from isthmus.predict import Forecaster
 from isthmus.units import time_ps
 
 REQUEST_BYTES = 8
@@ -59,8 +60,8 @@ class Ibcn(Controller):
             )
         if forecaster is not None and not forecaster.fitted:
             raise ValueError("the forecaster IBCN is given must be fitted (call fit first)")
-        self.model = forecaster or make(
-            model, window=window, horizon=horizon, **(model_options or {})
+        self.model = forecaster or app_forecaster(
+            model, model_options, window=window, horizon=horizon
         )
         # A given forecaster forecasts as far as it was built to.
         self.horizon = forecaster.horizon if forecaster is not None else horizon
