@@ -175,7 +175,7 @@ def instant(time: int, name: str) -> int:
     """A time at which something is to happen, refused past the end of simulated time."""
     if time >= FOREVER_PS:
         raise ValueError(
-            f"{name}: that lands at {time} ps, past the end of simulated time "
+            f"{name}: {time} ps reaches past the end of simulated time "
             f"({FOREVER_PS} ps, about 106 days)"
         )
     return time

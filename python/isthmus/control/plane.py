@@ -81,7 +81,8 @@ class _Program:
         self, period: int | str, callback: Callable[[], Any], first: int | str | None = None
     ) -> int:
         """Calls `callback()` every `period` from `first` (default: one period from now)."""
-        period_ps = arguments.duration(period, "period")
+        # A period past the end of time would wrap the engine's next firing around.
+        period_ps = instant(arguments.duration(period, "period"), "period")
         if period_ps <= 0:
             raise ValueError(f"period: a timer's period must be positive, got {period!r}")
         arguments.callable_argument(callback, "callback")
