@@ -245,6 +245,10 @@ class LinkTraceModel(Strict):
     trace: str
 
 
+# [network.bcn]: the congestion points as the simulation declares them.
+BcnModel = BcnPoints
+
+
 class PortQueueModel(Strict):
     """The queueing of one switch port, the one from `from` towards `to`, instead of
     the network's: its limit (default: switch_queue), scheduler and AQM."""
@@ -290,7 +294,7 @@ class Network(Strict):
     shared_buffer: Size | None = None
     buffer_alpha: Annotated[float, Field(gt=0)] = 1.0
     pfc: PfcModel | None = None
-    bcn: BcnPoints | None = None
+    bcn: BcnModel | None = None
 
     @model_validator(mode="after")
     def _one_marker(self) -> Network:
