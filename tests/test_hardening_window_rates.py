@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from isthmus import Link, Simulation, Topology
+from isthmus.control import Controller, ControlPlane
 from isthmus.network_metrics import arrived_bytes
 from isthmus.studies import ofpt
 from isthmus.studies.ibcn import congestion
@@ -96,3 +97,32 @@ def test_ibcn_study_never_measures_more_than_the_destinations_links_carry():
     ceiling_gbps = 2 * (PAYLOAD_SHARE + 2 * PACKET_BITS / (1e9 * seconds))
     assert _ibcn_continuous(in_order_bytes)["goodput_gbps"] > ceiling_gbps
     assert _ibcn_continuous(arrived_bytes)["goodput_gbps"] <= ceiling_gbps
+
+
+class RatePoller(Controller):
+    """Reads `flow_stats` every 200 us, as a controller polling its switches would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rates: list[float] = []
+
+    def on_start(self) -> None:
+        self.every("200us", lambda: self.rates.append(float(self.flow_stats()["rate_bps"][0])))
+
+
+def test_a_controller_s_flow_rates_never_outrun_the_link():
+    # The lossy flow of the first test, polled by a controller: a hole's release used
+    # to read as a burst of several times the link.
+    topology = Topology.custom(
+        ["h0", "h1"],
+        ["s"],
+        [("h0", "s", Link("10Gbps", "10us")), ("s", "h1", Link("1Gbps", "10us"))],
+    )
+    sim = Simulation(topology, seed=1, switch_queue="30pkts")
+    sim.add_tcp_flow(0, 1, "5MB", transport="tcp")
+    plane = ControlPlane(sim)
+    poller = plane.add(RatePoller())
+    plane.run("50ms")
+    assert sim.flows()["retransmissions"][0] > 0, "the test needs losses"
+    ceiling_bps = 1e9 * PAYLOAD_SHARE + PACKET_BITS / 200e-6
+    assert len(poller.rates) >= 200 and max(poller.rates) <= ceiling_bps

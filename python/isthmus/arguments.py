@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from isthmus import units
+from isthmus import _core, units
 
 SHOWN_CHARS = 40
 # No quantity with a unit is longer than this ("18446744073709551615ps" is 22).
@@ -27,10 +27,9 @@ U16 = 2**16 - 1
 U32 = 2**32 - 1
 
 # Group and meter ids: the engine keeps each switch's groups and meters in tables indexed
-# by id, so an id costs memory up to it (2^31 would ask for ~100 GB). 65,536 entries is
-# more than switch group and meter tables hold in practice.
-MAX_GROUP_ID = U16
-MAX_METER_ID = U16
+# by id, so an id costs memory up to it (2^31 would ask for ~100 GB); it states its bound.
+MAX_GROUP_ID: int = _core.engine_defaults()["flow_tables"]["max_group_id"]
+MAX_METER_ID: int = _core.engine_defaults()["flow_tables"]["max_meter_id"]
 
 
 def shown(value: object) -> str:

@@ -42,6 +42,7 @@ from isthmus.control.events import (
 from isthmus.control.loop_free import hops_via_ports, node_host_distances
 from isthmus.control.paths import Paths
 from isthmus.control.portmap import PortMap
+from isthmus.network_metrics import arrived_bytes
 from isthmus.queues import queue_config, ramp_marker
 from isthmus.simulation import ENTRY_ACTION, ENTRY_FIELDS, Simulation, entry_fields, instant
 from isthmus.topology import Topology
@@ -408,11 +409,12 @@ class Controller(_Program):
         return self.sim.entries()
 
     def flow_stats(self) -> dict[str, np.ndarray]:
-        """Per-flow records, plus `rate_bps`: goodput since this controller's previous
-        call (since the start, on the first)."""
+        """Per-flow records, plus `rate_bps`: the rate its bytes reached the receiver
+        since this controller's previous call (since the start, on the first), counted as
+        `network_metrics.arrived_bytes` counts them, so it never exceeds the link."""
         flows = self.sim.flows()
         now = self.now
-        delivered = flows["bytes_delivered"].astype(np.float64)
+        delivered = arrived_bytes(flows)
         last_time, last = getattr(self, "_flow_stats_last", (0, np.zeros(0)))
         previous = np.zeros_like(delivered)
         previous[: len(last)] = last

@@ -50,6 +50,7 @@ from isthmus import _core
 from isthmus.compare import mean_interval
 from isthmus.control import ControlPlane, SwitchAgent
 from isthmus.control.apps.acc import Acc, read_models, save_models
+from isthmus.network_metrics import arrived_bytes
 from isthmus.queues import Drr, Fq
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
@@ -343,9 +344,9 @@ def run_sharing(seed: int, scheme: str, senders: int, span_ms: float) -> dict:
         tcp.append(flow)
     plane, _ = control(sim, scheme, None, seed, train=True, classes=(0, 1))
     plane.run(f"{span_ms / 2}ms")
-    before = sim.flows()["bytes_delivered"].astype(np.float64)
+    before = arrived_bytes(sim.flows())
     plane.run(f"{span_ms}ms")
-    delivered = sim.flows()["bytes_delivered"].astype(np.float64) - before
+    delivered = arrived_bytes(sim.flows()) - before
     seconds = span / 2
     rdma_bps = delivered[rdma].sum() * 8 / seconds
     tcp_bps = delivered[tcp].sum() * 8 / seconds

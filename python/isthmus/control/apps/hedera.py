@@ -27,6 +27,7 @@ from pydantic import Field
 from isthmus.control.apps.parameters import Fraction, Period, Priority, checked
 from isthmus.control.demands import estimate_demands
 from isthmus.control.plane import Controller
+from isthmus.network_metrics import arrived_bytes
 from isthmus.simulation import FOREVER_PS
 from isthmus.units import format_time, time_ps
 
@@ -68,7 +69,9 @@ class Hedera(Controller):
 
     def schedule(self) -> None:
         flows = self.sim.flows()
-        delivered = flows["bytes_delivered"].astype(np.float64)
+        # What reached the receivers, as a switch's byte counters see it: the in-order
+        # count would credit a period with bytes held behind a hole before it.
+        delivered = arrived_bytes(flows)
         last = self._last_bytes if self._last_bytes is not None else np.zeros_like(delivered)
         if len(last) < len(delivered):
             last = np.concatenate([last, np.zeros(len(delivered) - len(last))])
