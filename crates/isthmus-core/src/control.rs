@@ -255,9 +255,11 @@ impl Engine {
                 .push((self.now(), ControlEvent::Tick { timer }));
         }
         match t.period {
-            Some(period) => self
-                .events
-                .push(self.now() + period, EventKind::ControlTick { timer }),
+            // A tick past the end of time never comes: the timer just stops.
+            Some(period) => self.events.push(
+                self.now().saturating_add(period),
+                EventKind::ControlTick { timer },
+            ),
             None => {
                 self.control_timers.remove(&timer);
             }
@@ -563,6 +565,12 @@ impl Engine {
 
     /// Issues a command that takes effect after `delay` (0: at once).
     pub fn issue(&mut self, delay: Time, cmd: Command) -> Result<(), String> {
+        let due = self.now().checked_add(delay).ok_or_else(|| {
+            format!(
+                "a command delayed {delay} ps from now ({} ps) would take effect past the end of simulated time",
+                self.now()
+            )
+        })?;
         self.validate(&cmd)?;
         match &cmd {
             Command::SetGroup { switch, group, .. } => {
@@ -586,8 +594,7 @@ impl Engine {
             return Ok(());
         }
         let slot = self.pending_commands.insert(cmd);
-        self.events
-            .push(self.now() + delay, EventKind::Command { slot });
+        self.events.push(due, EventKind::Command { slot });
         Ok(())
     }
 

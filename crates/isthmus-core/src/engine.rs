@@ -1235,7 +1235,6 @@ impl Engine {
         }
     }
 
-
     /// Counts a lossless packet that just joined a switch queue against the port it came
     /// in through, pausing the upstream transmitter past `xoff`.
     fn pfc_enter(&mut self, pkt: PacketId) {

@@ -490,6 +490,9 @@ fn bad_commands_name_what_is_wrong() {
         )
         .unwrap_err();
     assert!(err.contains("no packet-in buffer 0"), "{err}");
+    e.run_until(US);
+    let err = e.issue(u64::MAX, Command::Hold { flow: 0 }).unwrap_err();
+    assert!(err.contains("past the end of simulated time"), "{err}");
 }
 
 /// Installs the data path of `flow` from host 0 to host 2 through `spine`.
