@@ -14,7 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -49,7 +48,7 @@ class _Commands(typer.core.TyperGroup):
     ends early. Each command checks what it can first; this is for what no check can
     foresee."""
 
-    def invoke(self, ctx: click.Context) -> object:
+    def invoke(self, ctx: typer.Context) -> object:
         try:
             return super().invoke(ctx)
         except OSError as e:
@@ -222,7 +221,7 @@ def _output_folder(
     return value
 
 
-def _option_name(param: click.Parameter) -> str:
+def _option_name(param: typer.CallbackParam) -> str:
     return max(param.opts, key=len) if param.opts else str(param.name)
 
 
