@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import time
 import tomllib as toml
+from abc import abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -101,8 +102,9 @@ class TopologySection(Strict):
         except ValueError as e:
             raise ScenarioError(f"topology: {e}") from None
 
+    @abstractmethod
     def topology(self, base: Path) -> Topology:
-        raise NotImplementedError
+        """The network this section describes (files it names relative to `base`)."""
 
 
 class LeafSpine(TopologySection):
