@@ -80,6 +80,35 @@ def test_a_full_linux_nic_holds_its_hosts_packets_instead_of_dropping_them(rate)
     assert np.mean(sent) >= 0.85, (sent, drops)
 
 
+def linux_flow(host_queue: str, size: str, until: str, trace: str | None = None):
+    """One `linux`-profile TCP flow of `size` from h0, whose NIC queue holds
+    `host_queue` (and whose uplink follows `trace`), run until it ends or `until`."""
+    topo = Topology.leaf_spine(1, 2, 1, Link("10Gbps", "1us"), Link("10Gbps", "1us"))
+    sim = Simulation(topo, host_queue=host_queue, tcp=TcpParams.for_profile("linux"))
+    if trace is not None:
+        sim.set_link_trace("h0", "leaf0", trace)
+    sim.add_tcp_flow(0, 1, size)
+    finished = sim.run(until, stop_when_flows_finish=True)
+    return sim, finished
+
+
+def test_a_held_packet_reaching_an_idle_nic_leaves_the_small_queue_count():
+    # A one-packet NIC queue in front of a trace-driven link (which may serve a packet
+    # in no time): packets the host held meet an idle transmitter. Counted as waiting
+    # at the NIC for ever, they stopped the sender at 660,288 bytes.
+    sim, finished = linux_flow("1pkts", "3MB", "20s", trace="Verizon-LTE-short.up")
+    assert finished and sim.flows()["bytes_delivered"][0] == 3_000_000
+
+
+def test_a_packet_no_empty_nic_queue_could_hold_is_dropped_not_held():
+    # 1000 bytes of NIC queue take no 1500-byte packet: held, the first one waited for
+    # ever and the packets behind it went around it; dropped, it is counted.
+    sim, _ = linux_flow("1000B", "1MB", "50ms")
+    ports = sim.ports()
+    nic = ports["node"] == sim.topology.nodes()["host_node"][0]
+    assert ports["drop_packets"][nic].sum() > 0
+
+
 def message_times_ms(think: str, **overrides) -> list[float]:
     """Four 2 MB messages on one persistent CUBIC connection (10 Gb/s, 1 ms round trip:
     a 1.25 MB window fills the path), each written `think` after the last arrived:

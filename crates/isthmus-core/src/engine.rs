@@ -663,11 +663,13 @@ impl Engine {
         config.validate()?;
         self.check_new_flow(src, dst)?;
         // InfiniBand's local ACK timeout: at least twice the path's packet lifetime.
+        // Its packets and ACKs travel in class 0 (until a controller moves the flow),
+        // through queues full of data packets either way.
         let data = config.mtu_payload + crate::transport::dcqcn::ROCE_HEADER_BYTES;
         let ack = crate::transport::dcqcn::ROCE_HEADER_BYTES;
         let lifetime = self
-            .packet_lifetime(src, dst, data)?
-            .saturating_add(self.packet_lifetime(dst, src, ack)?);
+            .packet_lifetime(src, dst, (data, data), 0)?
+            .saturating_add(self.packet_lifetime(dst, src, (ack, data), 0)?);
         let timeout = config.retransmit_timeout.max(lifetime);
         self.add_transfer(src, dst, size, start, (64_000, 4791), |_| {
             Transport::Dcqcn(Box::new(crate::transport::dcqcn::DcqcnFlow::new(
@@ -1111,9 +1113,13 @@ impl Engine {
         let class = port.queue.class_of(priority);
         let class_paused = class < 8 && port.paused & (1 << class) != 0;
         if port.up && port.queue.is_empty() && port.busy_until <= now && !class_paused {
-            // A packet its host held found the queue full: it never meets an idle port.
-            debug_assert!(!packet.nic_queued);
+            let held = packet.nic_queued;
             port.queue.note_passthrough(class, size);
+            if held {
+                // A packet its host held, reaching a port that went idle at once (a
+                // trace-driven link may serve a packet in no time).
+                self.nic_leave(pkt);
+            }
             self.transmit(port_id, pkt, size, now);
             return;
         }
@@ -1184,10 +1190,13 @@ impl Engine {
 
     /// Whether a packet of `size` bytes in `class` must wait for host NIC `port_id`:
     /// the queue has no room for it, or packets the host holds already wait ahead of it.
+    /// A packet the queue could not hold even empty does not wait: it is dropped.
     #[cold]
     fn nic_is_full(&self, port_id: PortId, class: u8, size: u32) -> bool {
         let port = &self.ports[port_id as usize];
-        port.up && (self.nic_backlog.contains_key(&port_id) || !port.queue.has_room(class, size))
+        port.up
+            && port.queue.holds_when_empty(size)
+            && (self.nic_backlog.contains_key(&port_id) || !port.queue.has_room(class, size))
     }
 
     /// The host keeps `pkt` until its NIC queue has room, as Linux does: the queue disc
@@ -1526,7 +1535,14 @@ impl Engine {
         }
         self.drop_all_from(port_id, &mut dropped);
         self.scratch = dropped;
-        let Some((item, marked)) = next else { return };
+        let Some((item, marked)) = next else {
+            // Emptied by its AQM, or only paused classes wait: what the host holds may
+            // fit now.
+            if self.ports[port_id as usize].host_nic && !self.nic_backlog.is_empty() {
+                self.admit_held_at_nic(port_id);
+            }
+            return;
+        };
         self.pfc_leave(item.pkt);
         if self.ports[port_id as usize].host_nic {
             self.nic_leave(item.pkt);
@@ -1723,27 +1739,62 @@ impl Engine {
         self.along_route(src, dst, |_, port| port.serialization(bytes) + port.delay)
     }
 
-    /// The longest a `bytes` packet from host `src` can take to reach host `dst` on the
-    /// default route: every switch queue on the way full (its limit, or the switch's
-    /// shared buffer if smaller), then serialisation and propagation at each hop. The
+    /// The longest a `bytes` packet of traffic class `priority` from host `src` can take
+    /// to reach host `dst` on the default route: every switch queue on the way full, of
+    /// packets of `queued_bytes`, then serialisation and propagation at each hop. A queue
+    /// is full at its limit (or the switch's shared buffer, if smaller); a lossless class
+    /// under PFC passes the limit, so its queue is full at the shared buffer, or without
+    /// one at what every ingress of the switch may send before its pause takes hold. The
     /// source's own NIC queue is left out: a sender that waits for its NIC (DCQCN) has at
     /// most one packet there. InfiniBand calls it the path's packet lifetime.
-    pub fn packet_lifetime(&self, src: u32, dst: u32, bytes: u32) -> Result<Time, String> {
-        let shared = self.config.shared_buffer.map_or(u64::MAX, |s| s.bytes);
+    pub fn packet_lifetime(
+        &self,
+        src: u32,
+        dst: u32,
+        (bytes, queued_bytes): (u32, u32),
+        priority: u8,
+    ) -> Result<Time, String> {
+        let shared = self.config.shared_buffer.map(|s| s.bytes);
+        let lossless = self
+            .config
+            .pfc
+            .filter(|pfc| priority < 8 && pfc.lossless & (1 << priority) != 0);
         self.along_route(src, dst, |node, port| {
-            let queue = match self.nodes[node as usize].kind {
-                NodeKind::Switch => {
-                    let full = match port.queue.config.limit {
-                        Limit::Packets(n) => n.saturating_mul(bytes as u64),
+            let full = match (self.nodes[node as usize].kind, lossless, shared) {
+                (NodeKind::Host, _, _) => 0,
+                (NodeKind::Switch, Some(_), Some(shared)) => shared,
+                (NodeKind::Switch, Some(pfc), None) => {
+                    self.pfc_intake(node, pfc.xoff, queued_bytes)
+                }
+                (NodeKind::Switch, None, _) => {
+                    let limit = match port.queue.config.limit {
+                        Limit::Packets(n) => n.saturating_mul(queued_bytes as u64),
                         Limit::Bytes(b) => b,
                     };
-                    let bits = full.min(shared) as u128 * 8;
-                    (bits * SEC as u128 / port.rate.max(1) as u128).min(Time::MAX as u128) as Time
+                    limit.min(shared.unwrap_or(u64::MAX))
                 }
-                NodeKind::Host => 0,
             };
-            queue + port.serialization(bytes) + port.delay
+            let drain = full as u128 * 8 * SEC as u128 / port.rate.max(1) as u128;
+            (drain.min(Time::MAX as u128) as Time)
+                .saturating_add(port.serialization(bytes))
+                .saturating_add(port.delay)
         })
+    }
+
+    /// The most switch `node`'s ingresses may send it under PFC at threshold `xoff`:
+    /// `xoff` each, plus what arrives while a pause crosses the link and the packet on
+    /// the wire at each end (`packet` bytes).
+    fn pfc_intake(&self, node: u32, xoff: u64, packet: u32) -> u64 {
+        let n = &self.nodes[node as usize];
+        let first = n.first_port as usize;
+        self.ports[first..first + n.num_ports as usize]
+            .iter()
+            .map(|p| {
+                let in_flight = p.rate as u128 * 2 * p.delay as u128 / (8 * SEC as u128);
+                xoff.saturating_add(in_flight.min(u64::MAX as u128) as u64)
+                    .saturating_add(2 * packet as u64)
+            })
+            .fold(0u64, u64::saturating_add)
     }
 
     /// The sum of `cost(node, egress port)` over the hops of the default route's first

@@ -486,6 +486,11 @@ impl PortQueue {
         }
     }
 
+    /// Whether the queue, empty, would take a packet of `size` bytes.
+    pub fn holds_when_empty(&self, size: u32) -> bool {
+        !exceeds(self.config.limit, 1, size as u64)
+    }
+
     /// Packets waiting, in the discipline and the device.
     #[inline]
     pub fn len(&self) -> usize {

@@ -1083,6 +1083,36 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_segment_reduces_the_window_once_per_window_of_data() {
+        let cfg = std::sync::Arc::new(TcpConfig::default());
+        let mss = cfg.mss as u64;
+        let mut flow = TcpFlow::new(cfg, 100 * mss, 0, 0);
+        flow.phase = Phase::Established;
+        (flow.snd_una, flow.snd_nxt, flow.snd_max) = (0, 40 * mss, 40 * mss);
+        flow.cwnd = 40 * mss;
+        let (mut record, mut out) = (FlowRecord::default(), Outbox::default());
+        let mut refuse = |flow: &mut TcpFlow| {
+            let mut io = Io::new(0, 0, (1, 2), &mut record, &mut out);
+            flow.on_timer(&mut io, super::super::NIC_REFUSED_TOKEN);
+        };
+        // NewReno halves the flight, and leaves slow start.
+        refuse(&mut flow);
+        assert_eq!((flow.cwnd, flow.ssthresh), (20 * mss, 20 * mss));
+        // Further refusals in the same window of data change nothing.
+        flow.snd_una = 30 * mss;
+        refuse(&mut flow);
+        assert_eq!(flow.cwnd, 20 * mss);
+        // Once the window sent at the reduction is acknowledged, a refusal counts again.
+        (flow.snd_una, flow.snd_nxt, flow.snd_max) = (41 * mss, 61 * mss, 61 * mss);
+        refuse(&mut flow);
+        assert_eq!((flow.cwnd, flow.ssthresh), (10 * mss, 10 * mss));
+        // Loss recovery has reduced the window already.
+        (flow.snd_una, flow.in_recovery) = (62 * mss, true);
+        refuse(&mut flow);
+        assert_eq!(flow.cwnd, 10 * mss);
+    }
+
+    #[test]
     fn invalid_configurations_are_named() {
         let bad = TcpConfig {
             initial_cwnd: 0,
