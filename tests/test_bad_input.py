@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from isthmus import Link, Simulation, Topology
 from isthmus.cli import app
-from isthmus.results import remove_stale_partials
+from isthmus.results import MACHINE, remove_stale_partials
 from isthmus.scenario import ScenarioError, parse_scenario
 
 BASE = """name = "fz"
@@ -253,8 +253,15 @@ def test_stale_partial_folders_of_dead_writers_are_removed(tmp_path):
     (stale / "flows.parquet").write_text("half")
     live = tmp_path / f".other.partial-{os.getpid()}"
     live.mkdir()
-    assert remove_stale_partials(tmp_path) == [stale]
-    assert not stale.exists() and live.exists()
+    # Tagged by the machine that writes it: this one's is judged by its pid, another
+    # machine's (a cluster node, a container) never is.
+    stale_here = tmp_path / f".tagged.partial-{int(dead.stdout)}-{MACHINE}"
+    elsewhere = tmp_path / f".remote.partial-{int(dead.stdout)}-0123abcd"
+    stale_here.mkdir()
+    elsewhere.mkdir()
+    assert sorted(remove_stale_partials(tmp_path)) == sorted([stale, stale_here])
+    assert not stale.exists() and not stale_here.exists()
+    assert live.exists() and elsewhere.exists()
 
 
 def test_sigint_at_start_up_exits_130_without_a_traceback():

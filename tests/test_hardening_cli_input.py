@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from isthmus.cli import app, bundled_scenarios, first_sentence
+from isthmus.results import MAX_RUN_NAME_BYTES
 from isthmus.scenario import load_scenario
 from isthmus.sweep import MAX_POINTS, plan
 
@@ -100,7 +101,7 @@ def places(tmp_path):
         (["run", "incast-udp", "--out"], "file/x", "a file on its path is used as a folder"),
         (["run", "incast-udp", "--out"], "folder", "already exists; choose another --out"),
         (["run", "incast-udp", "--out"], LONG_NAME, "a name on it is too long"),
-        (["run", "incast-udp", "--out"], "a" * 250, "at most 238 bytes"),
+        (["run", "incast-udp", "--out"], "a" * 250, f"at most {MAX_RUN_NAME_BYTES} bytes"),
         (["sweep", "SCENARIO", "--out"], "file", "is a file, not a folder"),
         (["forecast-bench", "--quick", "--json"], "folder", "--json"),
     ],
@@ -163,7 +164,7 @@ def test_show_refuses_a_topology_as_run_does(tmp_path):
         (["traffic.99999999999999999999999.load=1"], 1, "has no '99999999999999999999999'"),
         (["seed.x=1"], 1, "that path names no field"),
         (["traffic.5=1"], 1, "that path names no field"),
-        (["description=" + "d" * 300], 1, "longer than 238 bytes"),
+        (["description=" + "d" * 300], 1, f"longer than {MAX_RUN_NAME_BYTES} bytes"),
     ],
 )
 def test_sweep_grids_are_bounded_and_malformed_ones_refused(sets, seeds, message):

@@ -94,6 +94,20 @@ def test_a_file_outside_the_scenario_folder_is_refused_unread(tmp_path, secrets,
     assert not (tmp_path / "out").exists()
 
 
+def test_show_confines_a_custom_topology_s_file_as_run_does(tmp_path, secrets):
+    (secrets / "net.toml").write_text(f'hosts = ["{SECRET}"]\n')
+    scenario = tmp_path / "scenario" / "s.toml"
+    custom = '[topology]\nkind = "custom"\nfile = "../private/net.toml"\n'
+    scenario.write_text('name = "fz"\nseed = 1\n' + custom + UDP + RUN)
+    for command in (["show", str(scenario)], ["run", str(scenario), "--out", str(tmp_path / "o")]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, result.output
+        assert "lies outside the scenario's folder" in result.output
+        assert SECRET not in result.output
+    allowed = CliRunner().invoke(app, ["show", str(scenario), "--allow-path", str(secrets)])
+    assert "lies outside" not in allowed.output and "switches" in allowed.output
+
+
 def test_an_allowed_folder_is_read_and_its_bad_line_quoted_briefly(tmp_path, secrets):
     (secrets / "long.txt").write_text("x" * 200_000 + "\n")
     result = run(tmp_path, sizes("../private/long.txt"), "--allow-path", str(secrets))

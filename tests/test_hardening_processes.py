@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 import isthmus
 from isthmus.cli import app
+from isthmus.results import MACHINE
 from isthmus.sweep import SWEEP_LOCK, owning
 
 pytestmark = pytest.mark.skipif(
@@ -179,7 +180,7 @@ def _interrupt_a_write(out: Path, signum: int, state: Path) -> subprocess.Comple
         assert writer.stdout is not None
         assert writer.stdout.readline() == "writing\n", writer.stderr.read()
         assert [p.name for p in out.parent.glob(".*partial*")] == [
-            f".{out.name}.partial-{writer.pid}"
+            f".{out.name}.partial-{writer.pid}-{MACHINE}"
         ]
         writer.send_signal(signum)
         stdout, stderr = writer.communicate(timeout=30)

@@ -210,6 +210,28 @@ def test_a_figure_compare_needs_as_a_number_is_named_when_it_is_not(run, good_ru
     one_clean_line(result, "summary.json': mean_fct_us is a string ('12'), not a number")
 
 
+@pytest.mark.parametrize("name", ["summary.json", "flows.parquet"])
+def test_a_run_file_linking_out_of_its_folder_is_refused_unread(run, tmp_path, name):
+    # A run folder handed over by someone else: its files are links to the reader's own.
+    secret = tmp_path / "elsewhere" / name
+    secret.parent.mkdir()
+    (run / name).rename(secret)
+    if name == "summary.json":
+        summary = json.loads(secret.read_text())
+        secret.write_text(json.dumps({**summary, "api_token": "SECRET-abc123"}))
+    (run / name).symlink_to(secret)
+    readers = [
+        ["query", "SELECT * FROM runs, flows", "--runs", str(run.parent)],
+        ["report", str(run), "--out", str(tmp_path / "report")],
+    ]
+    if name == "summary.json":  # all compare reads
+        readers.append(["compare", str(run), str(run)])
+    for command in readers:
+        result = runner.invoke(app, command)
+        one_clean_line(result, "is a link to a file outside its run folder")
+        assert "SECRET" not in result.output
+
+
 def test_a_summary_that_links_to_an_endless_device_is_refused_unread(run, tmp_path):
     (run / "summary.json").unlink()
     (run / "summary.json").symlink_to("/dev/zero")

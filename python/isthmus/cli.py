@@ -816,6 +816,11 @@ def show(
     paths: tuple[int, int] | None = typer.Option(
         None, help="Also list every shortest path between these two hosts."
     ),
+    allow_path: list[Path] = typer.Option(
+        [],
+        "--allow-path",
+        help="A folder outside the scenario's own from which its files may be read.",
+    ),
 ) -> None:
     """Print what a scenario builds: its topology (nodes, links by rate and delay) and
     every setting it runs with, the defaults it inherits included."""
@@ -826,9 +831,10 @@ def show(
     try:
         path = resolve_scenario(scenario)
         spec = load_scenario(path)
-        topology = spec.topology.build(path.parent)
-        # Asked-for paths are found before anything is printed: a bad host is one line.
-        routes = None if paths is None else _shortest_paths(spec, path.parent, paths)
+        with allowing(allow_path):
+            topology = spec.topology.build(path.parent)
+            # Asked-for paths are found before anything is printed: a bad host is one line.
+            routes = None if paths is None else _shortest_paths(spec, path.parent, paths)
     except ValueError as e:  # ScenarioError, or a builder's refusal (too many ports)
         _fail(str(e))
     nodes = topology.nodes()

@@ -14,11 +14,14 @@ the next run, wherever it writes, removes the ones whose writer is gone
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
 import resource
 import shutil
+import socket
 import sys
 import tempfile
 from importlib import metadata
@@ -145,10 +148,26 @@ def _timeseries_table(sim: Simulation) -> pa.Table | None:
     return pa.table(columns)
 
 
-_PARTIAL = re.compile(r"\..+\.partial-(\d+)")
-MAX_RUN_NAME_BYTES = 255 - len("..partial-") - 7
-"""The longest run-folder name: its partial folder's (.NAME.partial-PID, a pid of at
-most 7 digits) must fit in a file name, 255 bytes on most filesystems."""
+_PARTIAL = re.compile(r"\..+\.partial-(\d+)(?:-([0-9a-f]{8}))?")
+MAX_RUN_NAME_BYTES = 255 - len("..partial--") - 7 - 8
+"""The longest run-folder name: its partial folder's (.NAME.partial-PID-MACHINE, a pid
+of at most 7 digits, a machine tag of 8) must fit in a file name, 255 bytes on most
+filesystems."""
+
+
+def _machine_tag() -> str:
+    """8 hex digits naming this machine, its boot and its pid namespace: a writer's pid
+    means something only where the tag is the same. A run folder on a shared filesystem
+    may be written from another node of a cluster, or from another container."""
+    parts = [socket.gethostname()]
+    with contextlib.suppress(OSError):
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    with contextlib.suppress(OSError):
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
+
+
+MACHINE = _machine_tag()
 RECORD_BYTES = 4096
 """A record holds one path: more than this is not a record this module wrote."""
 
@@ -169,8 +188,17 @@ def remove_stale_partials(folder: Path) -> list[Path]:
 
 
 def _is_abandoned(path: Path) -> bool:
-    match = _PARTIAL.fullmatch(path.name)
-    return match is not None and path.is_dir() and not _alive(int(match.group(1)))
+    return _writer_gone(path.name) and path.is_dir()
+
+
+def _writer_gone(name: str) -> bool:
+    """Whether `name` is a partial folder's whose writer is known to have ended: one of
+    this machine's (or an untagged one, as earlier versions wrote) whose pid is gone. A
+    partial folder another machine writes is never judged here."""
+    match = _PARTIAL.fullmatch(name)
+    if match is None or match.group(2) not in (None, MACHINE):
+        return False
+    return not _alive(int(match.group(1)))
 
 
 def partials_record() -> Path:
@@ -195,10 +223,9 @@ def remove_abandoned_partials() -> list[Path]:
                 partial = Path(os.fsdecode(f.read(RECORD_BYTES)))
         except OSError:
             continue
-        match = _PARTIAL.fullmatch(partial.name)
-        if match is not None and _alive(int(match.group(1))):
-            continue
-        if match is not None and partial.is_dir():
+        if _PARTIAL.fullmatch(partial.name) is not None and not _writer_gone(partial.name):
+            continue  # a live writer's, or another machine's
+        if _PARTIAL.fullmatch(partial.name) is not None and partial.is_dir():
             shutil.rmtree(partial, ignore_errors=True)
             removed.append(partial)
         note.unlink(missing_ok=True)
@@ -255,7 +282,7 @@ def write_run(sim: Simulation, out: Path, *, scenario_text: str, summary: dict) 
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(out.parent)
     remove_abandoned_partials()
-    partial = out.parent / f".{out.name}.partial-{os.getpid()}"
+    partial = out.parent / f".{out.name}.partial-{os.getpid()}-{MACHINE}"
     if partial.exists():
         shutil.rmtree(partial)
     # Known to the signal handlers before it exists, then noted in the record: an

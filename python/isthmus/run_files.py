@@ -51,9 +51,22 @@ def run_folders(root: Path) -> list[Path]:
     return folders
 
 
+def own_file(folder: Path, name: str, what: str, limit: int) -> Path:
+    """The regular file `name` of run folder `folder`, at most `limit` bytes. A link out
+    of the folder is refused: a run folder holds its own files, and one handed over by
+    someone else must not make `query` or `report` show another file."""
+    path = user_file(name, Path(folder), what, limit=limit)
+    if not path.resolve().is_relative_to(Path(folder).resolve()):
+        raise ValueError(
+            f"{what} {shown_path(path)} is a link to a file outside its run folder; a run "
+            "folder holds its own files"
+        )
+    return path
+
+
 def summary_path(folder: Path) -> Path:
     """The run's summary.json, if it is a regular file of a summary's size."""
-    return user_file(SUMMARY, Path(folder), "run summary", limit=MAX_SUMMARY_BYTES)
+    return own_file(folder, SUMMARY, "run summary", MAX_SUMMARY_BYTES)
 
 
 def read_summary(folder: Path) -> dict:
@@ -136,7 +149,7 @@ TRUTH_VALUES = ColumnKind("true/false values", pa.types.is_boolean)
 
 def table_path(folder: Path, table: str) -> Path:
     """The run's `table`.parquet, if it is a regular file within the size cap."""
-    return user_file(f"{table}.parquet", Path(folder), "run table", limit=MAX_TABLE_BYTES)
+    return own_file(folder, f"{table}.parquet", "run table", MAX_TABLE_BYTES)
 
 
 def table_schema(path: Path) -> pa.Schema:

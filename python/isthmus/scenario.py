@@ -96,7 +96,9 @@ class TopologySection(Strict):
 
     def build(self, base: Path) -> Topology:
         try:
-            return self.topology(base)
+            # Files it names stay in the scenario's folder wherever it is built.
+            with confined_to(base):
+                return self.topology(base)
         except ScenarioError:
             raise
         except ValueError as e:
