@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from isthmus import Link, Simulation, Topology
 from isthmus.cli import app
 from isthmus.results import MACHINE, remove_stale_partials
-from isthmus.scenario import ScenarioError, parse_scenario
+from isthmus.scenario import MAX_PROBLEM_LINES, ScenarioError, parse_scenario
 
 BASE = """name = "fz"
 seed = 1
@@ -569,3 +569,21 @@ SHAPES = st.fixed_dictionaries(
 @given(document=SHAPES)
 def test_fuzzed_well_formed_scenarios_run_or_give_a_scenario_error(document):
     run_or_scenario_error(document)
+
+
+def test_the_same_problem_at_many_list_entries_is_one_line_and_many_problems_are_counted():
+    rates = ", ".join(['"x"'] * 1000)
+    profile = f'{{ kind = "profile", flows_per_second = [{rates}] }}'
+    traffic = f'[[traffic]]\nkind = "flows"\npattern = "permutation"\narrivals = {profile}\n'
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(
+            BASE.split("[[traffic]]")[0] + traffic + 'stop = "1ms"\n[run]\nduration = "1ms"\n'
+        )
+    # 1000 entries: was 1000 lines.
+    assert str(e.value).count("\n") == 0, str(e.value)[:500]
+    assert "flows_per_second.0-999 (1000 entries): Input should be a valid number" in str(e.value)
+    keys = "".join(f"unknown_{i} = 1\n" for i in range(100))
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(BASE.replace("[run]\n", f"[run]\n{keys}"))
+    lines = str(e.value).splitlines()
+    assert len(lines) == MAX_PROBLEM_LINES + 1 and lines[-1].endswith("and 80 more problems")

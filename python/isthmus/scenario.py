@@ -798,8 +798,50 @@ class Scenario(Strict):
         return sim
 
 
+MAX_PROBLEM_LINES = 20
+"""The most lines an error about a scenario takes; the rest are counted."""
+
+
 def _describe(error: ValidationError, prefix: str = "") -> str:
-    """One line per problem: the dotted field path, then what is wrong with it."""
+    """One line per problem: the dotted field path, then what is wrong with it. The
+    same problem at many entries of one list is one line naming them (`weights.0-59`),
+    and beyond `MAX_PROBLEM_LINES` problems are counted, not listed."""
+    problems = _problems(error)
+    grouped: list[tuple[tuple[str, str], list[int]]] = []
+    for loc, message in problems:
+        parent, _, last = loc.rpartition(".")
+        if last.isdigit() and grouped and grouped[-1][0] == (parent, message):
+            grouped[-1][1].append(int(last))
+        elif last.isdigit():
+            grouped.append(((parent, message), [int(last)]))
+        else:
+            grouped.append(((loc, message), []))
+    lines = []
+    for (loc, message), entries in grouped:
+        if entries:
+            count = f" ({len(entries)} entries)" if len(entries) > 1 else ""
+            loc = f"{loc}.{_index_ranges(entries)}{count}" if loc else _index_ranges(entries)
+        lines.append(f"{prefix}{loc}: {message}" if loc else f"{prefix}{message}")
+    if len(lines) > MAX_PROBLEM_LINES:
+        more = len(lines) - MAX_PROBLEM_LINES
+        lines = [*lines[:MAX_PROBLEM_LINES], f"{prefix}... and {more} more problems"]
+    return "\n".join(lines)
+
+
+def _index_ranges(indices: list[int]) -> str:
+    """List indices as runs (`0-3,7`), at most five runs named."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    named = [f"{a}-{b}" if b > a else str(a) for a, b in runs[:5]]
+    return ",".join(named) + (",..." if len(runs) > 5 else "")
+
+
+def _problems(error: ValidationError) -> list[tuple[str, str]]:
+    """Each problem's dotted field path and what is wrong with it."""
     from isthmus.control.apps.parameters import ParameterError
 
     lines = []
@@ -825,8 +867,8 @@ def _describe(error: ValidationError, prefix: str = "") -> str:
                 message = f"unknown key; did you mean '{guess}'?"
         elif problem["type"] == "missing":
             message = "required but missing"
-        lines.append(f"{prefix}{loc}: {message}" if loc else f"{prefix}{message}")
-    return "\n".join(lines)
+        lines.append((loc, message))
+    return lines
 
 
 def _closest_key(key: str) -> str | None:
