@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scenario_texts import SMALL_UDP
 from typer.testing import CliRunner
 
 from isthmus import Link, Simulation, Topology
@@ -21,21 +22,7 @@ from isthmus.cli import app
 from isthmus.results import MACHINE, remove_stale_partials
 from isthmus.scenario import MAX_PROBLEM_LINES, ScenarioError, parse_scenario
 
-BASE = """name = "fz"
-seed = 1
-[topology]
-kind = "leaf_spine"
-spines = 2
-leaves = 2
-hosts_per_leaf = 2
-[[traffic]]
-kind = "udp"
-pattern = "permutation"
-rate = "1Gbps"
-size = "10KB"
-[run]
-duration = "1ms"
-"""
+BASE = SMALL_UDP
 
 
 def run_cli(tmp_path: Path, text: str | bytes, *extra: str):

@@ -13,6 +13,7 @@ import pytest
 import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scenario_texts import SMALL_UDP
 from typer.testing import CliRunner
 
 from isthmus import Link, Simulation, Topology
@@ -26,21 +27,7 @@ from isthmus.control.apps.hedera import Hedera
 from isthmus.control.apps.ibcn import Ibcn
 from isthmus.scenario import ScenarioError, load_scenario, parse_scenario
 
-BASE = """name = "apps"
-seed = 1
-[topology]
-kind = "leaf_spine"
-spines = 2
-leaves = 2
-hosts_per_leaf = 2
-[[traffic]]
-kind = "udp"
-pattern = "permutation"
-rate = "1Gbps"
-size = "10KB"
-[run]
-duration = "1ms"
-"""
+BASE = SMALL_UDP
 
 
 def with_app(app: str, base: str = BASE) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scenario_texts import HEAD, RUN, UDP
 from typer.testing import CliRunner
 
 from isthmus.cli import app
@@ -16,17 +17,6 @@ from isthmus.link_traces import load_trace
 from isthmus.workload import _data, read_flow_list, size_distribution
 
 SECRET = "TOPSECRET-4f2a9"
-
-HEAD = """name = "fz"
-seed = 1
-[topology]
-kind = "leaf_spine"
-spines = 2
-leaves = 2
-hosts_per_leaf = 2
-"""
-UDP = '[[traffic]]\nkind = "udp"\npattern = "permutation"\nrate = "1Gbps"\nsize = "10KB"\n'
-RUN = '[run]\nduration = "1ms"\n'
 
 
 def sizes(name: str) -> str:

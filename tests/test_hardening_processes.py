@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from scenario_texts import HEAD, RUN, UDP
 from typer.testing import CliRunner
 
 import isthmus
@@ -32,23 +33,10 @@ CONSOLE = Path(sys.executable).parent / "isthmus"
 
 # Each point runs for minutes: a worker found alive after its sweep was killed is an
 # orphan still running its point, never one that happened to be finishing.
-LONG_SCENARIO = textwrap.dedent(
-    """
-    name = "long"
-    seed = 1
-    [topology]
-    kind = "leaf_spine"
-    spines = 2
-    leaves = 2
-    hosts_per_leaf = 2
-    [[traffic]]
-    kind = "udp"
-    pattern = "permutation"
-    rate = "5Gbps"
-    size = "100GB"
-    [run]
-    duration = "100s"
-    """
+LONG_SCENARIO = (
+    HEAD.replace('"fz"', '"long"')
+    + UDP.replace("1Gbps", "5Gbps").replace("10KB", "100GB")
+    + RUN.replace("1ms", "100s")
 )
 
 
