@@ -1164,14 +1164,7 @@ impl Engine {
                 c.max_queue_packets = c.max_queue_packets.max(port.queue.len() as u64);
                 c.max_queue_bytes = c.max_queue_bytes.max(port.queue.bytes());
                 if port.host_nic {
-                    // Only the sender's own packets count against its small-queue
-                    // limit: the ACKs its receiver sends wait at the other host's NIC.
-                    let packet = self.arena.get_mut(pkt);
-                    let record = &mut self.flows[packet.flow as usize].record;
-                    if packet.src == record.src && !packet.nic_queued {
-                        packet.nic_queued = true;
-                        record.nic_queued_bytes += packet.size as u64;
-                    }
+                    self.count_at_nic(pkt);
                 }
                 let port = &mut self.ports[port_id as usize];
                 if was_empty || port.stalled {
@@ -1206,19 +1199,28 @@ impl Engine {
     #[cold]
     #[inline(never)]
     fn hold_at_nic(&mut self, port_id: PortId, pkt: PacketId) {
-        let packet = self.arena.get_mut(pkt);
+        self.count_at_nic(pkt);
+        let packet = self.arena.get(pkt);
         let flow = packet.flow;
-        let record = &mut self.flows[flow as usize].record;
-        if packet.src == record.src && !packet.nic_queued {
-            packet.nic_queued = true;
-            record.nic_queued_bytes += packet.size as u64;
-        }
-        if packet.payload > 0 && packet.src == record.src {
+        if packet.payload > 0 && packet.src == self.flows[flow as usize].record.src {
             let token = crate::transport::NIC_REFUSED_TOKEN;
             self.events
                 .push(self.now, EventKind::FlowTimer { flow, token });
         }
         self.nic_backlog.entry(port_id).or_default().push_back(pkt);
+    }
+
+    /// Counts `pkt`, now waiting at its host's NIC, against its flow's small-queue limit,
+    /// once, if its flow's sender sent it: the ACKs a receiver sends wait at the other
+    /// host's NIC, and belong to another socket there.
+    #[inline]
+    fn count_at_nic(&mut self, pkt: PacketId) {
+        let packet = self.arena.get_mut(pkt);
+        let record = &mut self.flows[packet.flow as usize].record;
+        if packet.src == record.src && !packet.nic_queued {
+            packet.nic_queued = true;
+            record.nic_queued_bytes += packet.size as u64;
+        }
     }
 
     /// Hands the packets its host holds to NIC `port_id` while its queue has room (or
@@ -1455,13 +1457,18 @@ impl Engine {
     /// PFC lossless class: PFC, not the egress limit, bounds it.
     #[inline]
     fn lossless_at_switch(&self, port_id: PortId, priority: u8) -> bool {
-        match self.config.pfc {
-            Some(pfc) if priority < 8 && pfc.lossless & (1 << priority) != 0 => {
-                let node = self.ports[port_id as usize].node;
-                self.nodes[node as usize].kind == NodeKind::Switch
-            }
-            _ => false,
+        self.lossless_class(priority).is_some() && {
+            let node = self.ports[port_id as usize].node;
+            self.nodes[node as usize].kind == NodeKind::Switch
         }
+    }
+
+    /// The PFC settings, if traffic class `priority` is lossless under them.
+    #[inline]
+    fn lossless_class(&self, priority: u8) -> Option<Pfc> {
+        self.config
+            .pfc
+            .filter(|pfc| priority < 8 && pfc.lossless & (1 << priority) != 0)
     }
 
     /// Whether a switch port may queue `size` more bytes under the shared buffer's
@@ -1755,10 +1762,7 @@ impl Engine {
         priority: u8,
     ) -> Result<Time, String> {
         let shared = self.config.shared_buffer.map(|s| s.bytes);
-        let lossless = self
-            .config
-            .pfc
-            .filter(|pfc| priority < 8 && pfc.lossless & (1 << priority) != 0);
+        let lossless = self.lossless_class(priority);
         self.along_route(src, dst, |node, port| {
             let full = match (self.nodes[node as usize].kind, lossless, shared) {
                 (NodeKind::Host, _, _) => 0,
