@@ -737,6 +737,21 @@ def reproduce(
     study: str = typer.Argument(..., help="The study to reproduce (see `isthmus studies`)."),
     quick: bool = typer.Option(False, "--quick", help="A reduced run, under two minutes."),
     seeds: int = typer.Option(1, help="Seeds to run: 1, 2, ... (5 or more for intervals)."),
+    jobs: int = typer.Option(0, "--jobs", help="Jobs run at once (default: every core)."),
+    ray: str | None = typer.Option(
+        None, help="Run the jobs on the Ray cluster at this address ('auto': one on this machine)."
+    ),
+    out: Path | None = typer.Option(
+        None,
+        callback=_output_folder,
+        help="Study folder: a file per finished job (default studies/NAME or NAME-quick).",
+    ),
+    resume: bool = typer.Option(
+        False, "--resume", help="Keep the jobs --out already holds; run only the rest."
+    ),
+    from_folder: Path | None = typer.Option(
+        None, "--from", help="Show the table of a finished study folder; run nothing."
+    ),
     json_out: Path | None = typer.Option(
         None,
         "--json",
@@ -750,24 +765,68 @@ def reproduce(
         help="Also draw the study's figures (PNG) into this folder.",
     ),
 ) -> None:
-    """Reproduce a published study and print the table and claims it argues from."""
+    """Reproduce a published study and print the table and claims it argues from. Its
+    jobs run in parallel, each stored as it finishes: --resume goes on after a stop."""
     from isthmus import studies
+    from isthmus.experiments import StudyFailed, load_study, run_study
 
     try:
         module = studies.study(study)
     except ValueError as e:
         _fail(str(e))
-    if not 1 <= seeds <= MAX_STUDY_SEEDS:
-        _fail(f"--seeds must be 1 to {MAX_STUDY_SEEDS}, got {excerpt(str(seeds))}")
     if figures is not None and not hasattr(module, "figures"):
         _fail(f"study {study} draws no figures; leave out --figures")
-    with _progress_bar() as progress:
-        task = progress.add_task(study, total=None, status="")
+    if from_folder is not None:
+        given = [o for o, v in (("--out", out), ("--resume", resume), ("--ray", ray)) if v]
+        if given:
+            _fail(f"--from runs nothing: leave out {', '.join(given)}")
+        try:
+            results = load_study(from_folder, module)
+        except ValueError as e:
+            _fail(str(e))
+    else:
+        if not 1 <= seeds <= MAX_STUDY_SEEDS:
+            _fail(f"--seeds must be 1 to {MAX_STUDY_SEEDS}, got {excerpt(str(seeds))}")
+        cores = os.cpu_count() or 1
+        if not 0 <= jobs <= WORKERS_PER_CORE * cores:
+            _fail(
+                f"--jobs must be 0 (one per core) to {WORKERS_PER_CORE * cores} "
+                f"({WORKERS_PER_CORE} per core), got {excerpt(str(jobs))}"
+            )
+        folder = out if out is not None else Path("studies") / f"{study}{'-quick' if quick else ''}"
+        check_output(folder, "--out", folder=True)
+        with _progress_bar() as progress:
+            task = progress.add_task(study, total=None, status="")
 
-        def on_progress(done: int, total: int, label: str) -> None:
-            progress.update(task, total=total, completed=done, status=label)
+            def on_progress(done: int, total: int, label: str) -> None:
+                progress.update(task, total=total, completed=done, status=_literal(label))
 
-        results = module.run(quick=quick, seeds=list(range(1, seeds + 1)), on_progress=on_progress)
+            try:
+                results = run_study(
+                    module,
+                    quick=quick,
+                    seeds=list(range(1, seeds + 1)),
+                    folder=folder,
+                    workers=jobs or cores,
+                    ray_address=ray,
+                    resume=resume,
+                    on_progress=on_progress,
+                )
+            except StudyFailed as e:
+                progress.stop()
+                for end in e.failed:
+                    errors.print(
+                        f"[bold red]failed[/] {_literal(end.job.name)}: {_literal(end.error or '')}"
+                    )
+                _fail(str(e))
+            except ValueError as e:
+                progress.stop()
+                _fail(str(e))
+        console.print(_literal(f"{len(results.records)} jobs stored in {folder}"))
+    _show_study(module, results, json_out, figures)
+
+
+def _show_study(module, results, json_out: Path | None, figures: Path | None) -> None:
     shown = module.table(results)
     table = Table(title=shown.title)
     for i, column in enumerate(shown.columns):
@@ -779,17 +838,18 @@ def reproduce(
     console.print(table)
     for note in shown.notes:
         console.print(_literal(note))
+    marks = {True: "[bold green]holds[/]", False: "[bold red]does not hold[/]"}
     for claim in shown.claims:
-        mark = "[bold green]holds[/]" if claim.holds else "[bold red]does not hold[/]"
+        mark = marks.get(claim.holds, "[bold yellow]no verdict[/]")
         console.print(f"{_literal(claim.statement)}: {mark} ({_literal(claim.evidence)})")
     if json_out is not None:
         document = {
             "study": module.NAME,
             "title": module.TITLE,
-            "quick": quick,
-            "seeds": list(range(1, seeds + 1)),
+            "quick": results.quick,
+            "seeds": results.seeds,
             **shown.as_dict(),
-            "results": results,
+            "results": results.records,
         }
         _write_text(json_out, json.dumps(document, indent=2, default=_json_scalar) + "\n", "--json")
         console.print(_literal(f"written to {json_out}"))

@@ -4,12 +4,14 @@ A study module exposes:
 
 - `NAME`: what `isthmus reproduce NAME` calls it;
 - `TITLE`: one line saying what it reproduces;
-- `run(quick: bool, seeds: list[int], on_progress=None) -> dict`: runs the experiment
-  (`quick`: a reduced version that finishes in under two minutes) and returns its raw,
-  JSON-serialisable results; `on_progress(done, total, label)` may be called as it goes;
-- `table(results) -> StudyTable`: the table and claims the study argues from;
-- optionally `figures(results, folder) -> list[Path]`: its plots, drawn into `folder`
-  (`isthmus reproduce NAME --figures DIR`).
+- `FULL`, `QUICK`: its settings (JSON values), in full and reduced (`--quick`: under
+  two minutes on one core);
+- `jobs(settings, seeds) -> list[isthmus.experiments.Job]`: its independent units of
+  work, each returning JSON-serialisable results; `isthmus.experiments.run_study` runs
+  them (in parallel, resumably) and collects them as `isthmus.experiments.Results`;
+- `table(results: Results) -> StudyTable`: the table and claims the study argues from;
+- optionally `figures(results: Results, folder) -> list[Path]`: its plots, drawn into
+  `folder` (`isthmus reproduce NAME --figures DIR`).
 
 Adding a study is adding a module here; nothing else names it.
 """
@@ -27,15 +29,21 @@ Progress = Callable[[int, int, str], None]
 
 @dataclass(frozen=True)
 class Claim:
-    """A statement the study makes and whether this run supports it, with the numbers."""
+    """A statement the study makes and whether this run supports it (None: no verdict,
+    as with fewer than two seeds), with the numbers."""
 
     statement: str
-    holds: bool
+    holds: bool | None
     evidence: str
 
     def __post_init__(self) -> None:
         # Comparisons of NumPy figures give NumPy booleans, which JSON does not take.
-        object.__setattr__(self, "holds", bool(self.holds))
+        if self.holds is not None:
+            object.__setattr__(self, "holds", bool(self.holds))
+
+    @property
+    def verdict(self) -> str:
+        return {True: "holds", False: "does not hold", None: "no verdict"}[self.holds]
 
 
 @dataclass(frozen=True)
@@ -58,8 +66,7 @@ class StudyTable:
             "<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in self.rows
         )
         claims = "".join(
-            f"<li><b>{'holds' if c.holds else 'does not hold'}</b>: {escape(c.statement)} "
-            f"({escape(c.evidence)})</li>"
+            f"<li><b>{c.verdict}</b>: {escape(c.statement)} ({escape(c.evidence)})</li>"
             for c in self.claims
         )
         notes = "".join(f"<p>{escape(n)}</p>" for n in self.notes)
@@ -69,7 +76,7 @@ class StudyTable:
         )
 
 
-REQUIRED = ("NAME", "TITLE", "run", "table")
+REQUIRED = ("NAME", "TITLE", "FULL", "QUICK", "jobs", "table")
 
 
 def available() -> dict[str, ModuleType]:

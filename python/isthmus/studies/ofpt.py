@@ -32,14 +32,16 @@ import time
 import numpy as np
 
 from isthmus import _core
-from isthmus.compare import mean_interval
 from isthmus.control import Controller, ControlPlane
 from isthmus.control.apps.hedera import Hedera
 from isthmus.control.apps.ofpt import Ofpt
 from isthmus.control.demands import estimate_demands
+from isthmus.experiments import Job, Results
+from isthmus.experiments.verdicts import all_of, better, cell
 from isthmus.flows import Poisson, generate_flows
 from isthmus.network_metrics import arrived_bytes
 from isthmus.simulation import Simulation
+from isthmus.studies import Claim, StudyTable
 from isthmus.topology import Link, Topology
 from isthmus.transport import TcpParams
 from isthmus.units import size_bytes
@@ -347,141 +349,132 @@ def run_migration(seed: int, seamless: bool) -> dict:
     return {"lost": sent - delivered, "reordered": int(flows["out_of_order"][0]), "sent": sent}
 
 
-def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
-    timing = QUICK if quick else FULL
-    k = timing["k"]
-    fat8 = Topology.fat_tree(k, LINK, LINK)
-    fat4 = Topology.fat_tree(4, LINK, LINK)
-    vl2 = Topology.vl2(4, 4, 4, LINK, Link("2Gbps", "1us"))
-    jobs = [("fabric", s, scheme, None) for s in seeds for scheme in FABRIC_SCHEMES]
-    jobs += [
-        (net, s, scheme, pattern)
-        for net in ("fat-tree k=4", "VL2")
+NETWORKS = {
+    "fat-tree k=4": lambda: Topology.fat_tree(4, LINK, LINK),
+    "fat-tree k=8": lambda: Topology.fat_tree(8, LINK, LINK),
+    "VL2": lambda: Topology.vl2(4, 4, 4, LINK, Link("2Gbps", "1us")),
+}
+
+
+def run_pattern(network: str, pattern: str, scheme: str, seed: int, window: dict) -> dict:
+    """`run_fabric` on a named network carrying a named traffic pattern."""
+    topology = NETWORKS[network]()
+    return run_fabric(topology, scheme, traffic(topology.num_hosts, pattern, seed), seed, window)
+
+
+def jobs(settings: dict, seeds: list[int]) -> list[Job]:
+    window = {key: settings[key] for key in ("warmup_ms", "duration_ms")}
+
+    def throughput(experiment: str, network: str, pattern: str, scheme: str, seed: int) -> Job:
+        return Job(
+            experiment,
+            scheme,
+            seed,
+            run_pattern,
+            {
+                "network": network,
+                "pattern": pattern,
+                "scheme": scheme,
+                "seed": seed,
+                "window": window,
+            },
+            variant=f"{network} | {pattern}",
+        )
+
+    big = f"fat-tree k={settings['k']}"
+    out = [
+        throughput("fabric", big, "one-to-one", scheme, s)
+        for s in seeds
+        for scheme in FABRIC_SCHEMES
+    ]
+    out += [
+        throughput("patterns", network, pattern, scheme, s)
+        for network in ("fat-tree k=4", "VL2")
         for s in seeds
         for pattern in PATTERNS
         for scheme in PATTERN_SCHEMES
     ]
-    jobs += [
-        ("testbed", s, scheme, load)
-        for load in timing["testbed_loads"]
+    out += [
+        Job(
+            "testbed",
+            scheme,
+            s,
+            run_testbed,
+            {"scheme": scheme, "load": load, "seed": s, "window_ms": settings["testbed_window_ms"]},
+            variant=f"load {load:.1f}",
+        )
+        for load in settings["testbed_loads"]
         for s in seeds
         for scheme in TESTBED_SCHEMES
     ]
-    jobs += [("sizes", s, scheme, None) for s in seeds for scheme in FCT_SCHEMES]
-    runs = timing["migration_runs"]
-    jobs += [
-        ("migration", s, mode, None)
-        for mode in ("SFMM", "delete at once")
-        for s in range(1, runs + 1)
+    classes = {"k": settings["k"], "classes": settings["size_classes"]}
+    out += [
+        Job("sizes", scheme, s, run_size_classes, {"scheme": scheme, "seed": s, **classes})
+        for s in seeds
+        for scheme in FCT_SCHEMES
     ]
-    results: dict = {
-        "testbed": {},
-        "sizes": {},
-        "quick": quick,
-        "seeds": seeds,
-        "timing": timing,
-        "fabric": {},
-        "patterns": {},
-        "migration": {},
-    }
-    for done, (kind, seed, scheme, pattern) in enumerate(jobs):
-        if on_progress is not None:
-            on_progress(done, len(jobs), f"{kind} {scheme} {pattern or ''} seed {seed}".strip())
-        if kind == "fabric":
-            pairs = traffic(fat8.num_hosts, "one-to-one", seed)
-            out = run_fabric(fat8, scheme, pairs, seed, timing)
-            results["fabric"].setdefault(scheme, []).append(out)
-        elif kind == "testbed":
-            out = run_testbed(scheme, pattern, seed, timing["testbed_window_ms"])
-            results["testbed"].setdefault(f"{pattern:.1f} | {scheme}", []).append(out)
-        elif kind == "sizes":
-            k = timing["k"]
-            out = run_size_classes(scheme, seed, k, tuple(timing["size_classes"]))
-            results["sizes"].setdefault(scheme, []).append(out)
-        elif kind == "migration":
-            out = run_migration(seed, seamless=scheme == "SFMM")
-            results["migration"].setdefault(scheme, []).append(out)
-        else:
-            topology = fat4 if kind.startswith("fat") else vl2
-            pairs = traffic(topology.num_hosts, pattern, seed)
-            out = run_fabric(topology, scheme, pairs, seed, timing)
-            key = f"{kind} | {pattern} | {scheme}"
-            results["patterns"].setdefault(key, []).append(out)
-    if on_progress is not None:
-        on_progress(len(jobs), len(jobs), "done")
-    return results
-
-
-def _pct(values: list[float]) -> str:
-    mean, half = mean_interval(np.array(values) * 100)
-    return f"{mean:.1f} ± {half:.1f}"
+    out += [
+        Job("migration", mode, s, run_migration, {"seed": s, "seamless": mode == "SFMM"})
+        for mode in ("SFMM", "delete at once")
+        for s in range(1, settings["migration_runs"] + 1)
+    ]
+    return out
 
 
 def _mean(runs: list[dict], key: str) -> float:
     return float(np.mean([r[key] for r in runs]))
 
 
-def _throughput_row(label: str, runs: list[dict], paper: str) -> list[str]:
-    util = np.concatenate([r["flow_utilisation"] for r in runs])
-    return [
-        label,
-        _pct([r["throughput"] for r in runs]),
-        paper,
-        f"{util.min():.3f}",
-        f"{np.mean(util >= 0.9) * 100:.0f} %",
-        f"{_mean(runs, 'drops'):.0f}",
-    ]
-
-
-def _throughput_rows(results: dict) -> list[list[str]]:
-    k = results["timing"]["k"]
-    rows = [
-        _throughput_row(
-            f"fat-tree k={k} | one-to-one | {scheme}",
-            results["fabric"][scheme],
-            PAPER_K8.get(scheme, "-"),
-        )
-        for scheme in FABRIC_SCHEMES
-    ]
-    rows += [
-        _throughput_row(key, runs, "> 97" if key.endswith("OFPT-4") else "")
-        for key, runs in results["patterns"].items()
-    ]
+def _throughput_rows(results: Results) -> list[list[str]]:
+    rows = []
+    for experiment, variant in dict.fromkeys(
+        (r["experiment"], r["variant"]) for r in results.records
+    ):
+        if experiment not in ("fabric", "patterns"):
+            continue
+        for scheme in results.distinct("scheme", experiment=experiment, variant=variant):
+            runs = results.select(experiment=experiment, variant=variant, scheme=scheme)
+            util = np.concatenate([r["flow_utilisation"] for r in runs])
+            paper = PAPER_K8.get(scheme, "-") if experiment == "fabric" else ""
+            rows.append(
+                [
+                    f"{variant} | {scheme}",
+                    cell([r["throughput"] for r in runs], scale=100),
+                    "> 97" if scheme == "OFPT-4" else paper,
+                    f"{util.min():.3f}",
+                    f"{np.mean(util >= 0.9) * 100:.0f} %",
+                    f"{_mean(runs, 'drops'):.0f}",
+                ]
+            )
     return rows
 
 
-def _testbed_rows(testbed: dict) -> list[list[str]]:
+def _testbed_rows(results: Results) -> list[list[str]]:
     rows = []
-    for key, runs in testbed.items():
-        mean, mean_half = mean_interval([r["mean_fct_ms"] for r in runs])
-        p95, p95_half = mean_interval([r["p95_fct_ms"] for r in runs])
-        cpu = _mean(runs, "cpu_per_simulated_s")
-        unfinished = sum(r["unfinished"] for r in runs)
-        rows.append(
-            [
-                f"testbed | load {key}",
-                f"{mean:.1f} ± {mean_half:.1f}",
-                f"{p95:.1f} ± {p95_half:.1f}",
-                f"{cpu:.3f}",
-                f"{unfinished} of {sum(r['flows'] for r in runs)}",
-            ]
-        )
+    for variant in results.distinct("variant", experiment="testbed"):
+        for scheme in TESTBED_SCHEMES:
+            runs = results.select(experiment="testbed", variant=variant, scheme=scheme)
+            rows.append(
+                [
+                    f"testbed | {variant} | {scheme}",
+                    cell([r["mean_fct_ms"] for r in runs]),
+                    cell([r["p95_fct_ms"] for r in runs]),
+                    f"{_mean(runs, 'cpu_per_simulated_s'):.3f}",
+                    f"{sum(r['unfinished'] for r in runs)} of {sum(r['flows'] for r in runs)}",
+                ]
+            )
     return rows
 
 
-def _size_rows(sizes: dict) -> list[list[str]]:
+def _size_rows(results: Results) -> list[list[str]]:
     rows = []
-    for scheme, runs in sizes.items():
+    for scheme in results.distinct("scheme", experiment="sizes"):
+        runs = results.select(experiment="sizes", scheme=scheme)
         for size in runs[0]:
-            values = [r[size]["mean_fct_ms"] for r in runs if not np.isnan(r[size]["mean_fct_ms"])]
-            shown = "-"
-            if values:
-                mean, half = mean_interval(values)
-                shown = f"{mean:.0f} ± {half:.0f}"
             rows.append(
                 [
                     f"sizes | {size} | {scheme}",
-                    shown,
+                    cell([r[size]["mean_fct_ms"] for r in runs], digits=0),
                     f"{runs[0][size]['ideal_ms']:.1f}",
                     "",
                     f"{sum(r[size]['unfinished'] for r in runs)} unfinished",
@@ -490,22 +483,33 @@ def _size_rows(sizes: dict) -> list[list[str]]:
     return rows
 
 
-def _fct_claims(results: dict) -> list:
-    from isthmus.studies import Claim
-
-    testbed = results["testbed"]
-    loads = sorted({key.split(" | ")[0] for key in testbed})
-
-    def gain(metric: str) -> list[float]:
-        return [
-            1
-            - _mean(testbed[f"{load} | OFPT-4"], metric)
-            / _mean(testbed[f"{load} | Hedera"], metric)
-            for load in loads
-        ]
-
-    mean_gain, p95_gain = gain("mean_fct_ms"), gain("p95_fct_ms")
-    sizes = results["sizes"]
+def _fct_claims(results: Results) -> list[Claim]:
+    testbed = [
+        better(
+            f"{variant}: {metric}",
+            results.values(metric, experiment="testbed", variant=variant, scheme="OFPT-4"),
+            results.values(metric, experiment="testbed", variant=variant, scheme="Hedera"),
+            lower_is_better=True,
+            names=("OFPT", "Hedera"),
+            digits=1,
+            unit=" ms",
+        )
+        for variant in results.distinct("variant", experiment="testbed")
+        for metric in ("mean_fct_ms", "p95_fct_ms")
+    ]
+    fct = all_of(
+        "OFPT's mean and 95th-percentile FCT are below Hedera's at every load (testbed)",
+        testbed,
+    )
+    fct = Claim(
+        fct.statement,
+        fct.holds,
+        "; ".join(f"{c.statement}: {c.evidence}" for c in testbed) + f" (paper: {PAPER_TESTBED})",
+    )
+    sizes = {
+        scheme: results.select(experiment="sizes", scheme=scheme)
+        for scheme in results.distinct("scheme", experiment="sizes")
+    }
     big = [size for size in sizes["OFPT"][0] if size_bytes(size) >= LONG_FLOW]
 
     def class_mean(scheme: str, size: str) -> float:
@@ -518,16 +522,7 @@ def _fct_claims(results: dict) -> list:
         size: min(sizes, key=lambda scheme, size=size: class_mean(scheme, size)) for size in big
     }
     return [
-        Claim(
-            "OFPT's mean and 95th-percentile FCT are below Hedera's at every load (testbed)",
-            all(g > 0 for g in mean_gain) and all(g > 0 for g in p95_gain),
-            "lower by "
-            + ", ".join(
-                f"load {load}: mean {m * 100:.0f} %, p95 {p * 100:.0f} %"
-                for load, m, p in zip(loads, mean_gain, p95_gain, strict=True)
-            )
-            + f" (paper: {PAPER_TESTBED})",
-        ),
+        fct,
         Claim(
             "OFPT completes long flows fastest of all schemes (k=8, 28 ms RTT)",
             all(s == "OFPT" for s in fastest.values()),
@@ -536,26 +531,32 @@ def _fct_claims(results: dict) -> list:
     ]
 
 
-def _claims(results: dict) -> list:
-    from isthmus.studies import Claim
+def _claims(results: Results) -> list[Claim]:
+    def throughput(scheme: str, experiment: str = "fabric", **where: str) -> list[float]:
+        return results.values("throughput", experiment=experiment, scheme=scheme, **where)
 
-    fabric, patterns, migration = results["fabric"], results["patterns"], results["migration"]
-    mean = {s: _mean(fabric[s], "throughput") for s in FABRIC_SCHEMES}
+    mean = {s: float(np.mean(throughput(s))) for s in FABRIC_SCHEMES}
     rival = max((s for s in FABRIC_SCHEMES if s != "OFPT"), key=lambda s: mean[s])
-    util = np.concatenate([r["flow_utilisation"] for r in fabric["OFPT"]])
+    util = np.concatenate(results.values("flow_utilisation", experiment="fabric", scheme="OFPT"))
     ofpt_patterns = {
-        key.removesuffix(" | OFPT-4"): _mean(runs, "throughput")
-        for key, runs in patterns.items()
-        if key.endswith("OFPT-4")
+        variant: float(np.mean(throughput("OFPT-4", "patterns", variant=variant)))
+        for variant in results.distinct("variant", experiment="patterns", scheme="OFPT-4")
     }
-    lost = {mode: [r["lost"] for r in runs] for mode, runs in migration.items()}
-    reordered = [r["reordered"] for r in migration["SFMM"]]
+    lost = {
+        mode: results.values("lost", experiment="migration", scheme=mode)
+        for mode in ("SFMM", "delete at once")
+    }
+    reordered = results.values("reordered", experiment="migration", scheme="SFMM")
     return [
-        Claim(
+        better(
             "OFPT carries more of the bisection than every baseline on the big fat-tree",
-            mean["OFPT"] > mean[rival],
-            f"OFPT {mean['OFPT'] * 100:.1f} %, best baseline {rival} {mean[rival] * 100:.1f} %"
-            " (paper: OFPT 98.1, MPTCP-8 92.3)",
+            np.array(throughput("OFPT")) * 100,
+            np.array(throughput(rival)) * 100,
+            lower_is_better=False,
+            names=("OFPT", f"best baseline {rival}"),
+            digits=1,
+            unit=" %",
+            note="paper: OFPT 98.1, MPTCP-8 92.3",
         ),
         Claim(
             "Every OFPT flow gets at least 0.9 of its NIC",
@@ -577,11 +578,9 @@ def _claims(results: dict) -> list:
     ]
 
 
-def table(results: dict):
-    from isthmus.studies import StudyTable
-
-    timing, seeds = results["timing"], results["seeds"]
-    ofpt = results["fabric"]["OFPT"]
+def table(results: Results) -> StudyTable:
+    timing, seeds = results.settings, results.seeds
+    ofpt = results.select(experiment="fabric", scheme="OFPT")
     notes = [
         f"Goodput as % of the bisection (hosts x 1 Gb/s), mean ± 95 % t-interval over "
         f"{len(seeds)} seed(s), from {timing['warmup_ms']} to {timing['duration_ms']} ms.",
@@ -599,7 +598,9 @@ def table(results: dict):
             + " / ".join(
                 f"{q:.2f}"
                 for q in np.percentile(
-                    np.concatenate([r["flow_utilisation"] for r in results["fabric"][scheme]]),
+                    np.concatenate(
+                        results.values("flow_utilisation", experiment="fabric", scheme=scheme)
+                    ),
                     [10, 50, 90],
                 )
             )
@@ -616,7 +617,7 @@ def table(results: dict):
         "per host of each size class in turn; columns: mean FCT (ms) of the finished flows, "
         f"the optimum (size at 1 Gb/s, ms), -, flows unfinished after {SIZE_LIMIT}.",
     ]
-    extra = _testbed_rows(results["testbed"]) + _size_rows(results["sizes"])
+    extra = _testbed_rows(results) + _size_rows(results)
     return StudyTable(
         title="OFPT against TCP, ECMP, MPTCP and Hedera (1 Gb/s links, 100-packet buffers)",
         columns=[
