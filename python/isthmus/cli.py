@@ -482,7 +482,7 @@ def sweep(
     ),
     workers: int = typer.Option(0, help="Parallel runs (default: every core)."),
     ray: str | None = typer.Option(
-        None, help="Run on the Ray cluster at this address ('local': start one here)."
+        None, help="Run on the Ray cluster at this address ('auto': one on this machine)."
     ),
 ) -> None:
     """Run a scenario over a grid of field values and seeds, in parallel; a rerun skips

@@ -19,30 +19,23 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import ctypes
-import fcntl
 import itertools
 import json
-import logging
 import math
-import multiprocessing
 import os
-import signal
-import sys
-import threading
-import time
 import tomllib as toml
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from decimal import Decimal, DecimalException
 from pathlib import Path
 
 import tomli_w
 
-from isthmus.inputs import excerpt, shortened, shown_path
-from isthmus.results import MAX_RUN_NAME_BYTES, abandon_partials, summarize, write_run
+from isthmus.experiments.folder import owning as owning_folder
+from isthmus.experiments.jobs import Job, execute
+from isthmus.inputs import excerpt, shortened
+from isthmus.results import MAX_RUN_NAME_BYTES, summarize, write_run
 from isthmus.scenario import ScenarioError, parse_scenario
 
 FieldPath = tuple[str | int, ...]
@@ -302,6 +295,13 @@ class SweepOutcome:
     failed: dict[str, str] = field(default_factory=dict)
 
 
+@contextlib.contextmanager
+def owning(folder: Path) -> Iterator[None]:
+    """One sweep at a time owns its folder (see `isthmus.experiments.folder.owning`)."""
+    with owning_folder(folder, SWEEP_LOCK, "sweep"):
+        yield
+
+
 def sweep(
     points: list[Point],
     base: Path,
@@ -311,9 +311,10 @@ def sweep(
     ray_address: str | None = None,
     on_point: Callable[[str, str], None] = lambda name, status: None,
 ) -> SweepOutcome:
-    """Runs every point not already in `out`: on `workers` local processes, or on the
-    Ray cluster at `ray_address` ("local" starts one on this machine; a real cluster
-    needs `base` and `out` on a filesystem every node sees)."""
+    """Runs every point not already in `out` on the experiment framework's job runner:
+    on `workers` local processes, or on the Ray cluster at `ray_address` ("auto" or
+    "local": one on this machine; a real cluster needs `base` and `out` on a filesystem
+    every node sees)."""
     out.mkdir(parents=True, exist_ok=True)
     with owning(out):
         outcome = SweepOutcome()
@@ -323,141 +324,27 @@ def sweep(
                 outcome.skipped.append(p.name)
                 on_point(p.name, "skipped")
             else:
-                todo.append(p)
-
-        def finished(name: str, error: BaseException | None) -> None:
-            if error is None:
+                todo.append(
+                    Job(
+                        "sweep",
+                        p.name,
+                        p.seed,
+                        run_point,
+                        {"point": p, "base": base, "folder": out / p.name},
+                    )
+                )
+        # Never in this process (workers >= 1): a point that takes its process down
+        # takes only its worker.
+        for end in execute(todo, workers=max(1, workers), ray_address=ray_address):
+            name = end.job.scheme
+            if end.error is None:
                 outcome.ran.append(name)
                 on_point(name, "done")
             else:
-                outcome.failed[name] = f"{type(error).__name__}: {error}"
+                outcome.failed[name] = end.error
                 on_point(name, "failed")
-
-        if ray_address is None:
-            _run_local(todo, base, out, workers, finished)
-        else:
-            _run_on_ray(todo, base, out, ray_address, finished)
         if outcome.failed:
             (out / "failures.json").write_text(json.dumps(outcome.failed, indent=2) + "\n")
         else:
             (out / "failures.json").unlink(missing_ok=True)
     return outcome
-
-
-@contextlib.contextmanager
-def owning(folder: Path) -> Iterator[None]:
-    """Holds the sweep folder's lock for as long as the block runs, or refuses with the
-    pid of the sweep that holds it. The lock is the kernel's (flock) on `SWEEP_LOCK`: it
-    ends with its holder however that ends (SIGKILL included), so a dead sweep's lock is
-    taken over, never stale. The file is kept: removing it would let a sweep lock a
-    file another has just replaced."""
-    lock = folder / SWEEP_LOCK
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise ValueError(
-                f"sweep folder {shown_path(folder)} is in use by a sweep still running "
-                f"(pid {owner}); wait for it to end or stop it, or give another --out"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
-Finished = Callable[[str, BaseException | None], None]
-
-
-def _run_local(todo: list[Point], base: Path, out: Path, workers: int, finished: Finished) -> None:
-    if not todo:
-        return
-    # Workers are spawned, not forked: a fork copies locks that the parent's other
-    # threads (the progress bar's) may hold at that instant, and the copy waits forever.
-    with ProcessPoolExecutor(
-        max_workers=max(1, min(workers, len(todo))),
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_die_with_parent,
-        initargs=(os.getpid(),),
-    ) as pool:
-        futures = {pool.submit(run_point, p, base, out / p.name): p for p in todo}
-        for future in as_completed(futures):
-            # One failed point must not lose the others.
-            finished(futures[future].name, future.exception())
-
-
-PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-
-
-def _die_with_parent(parent: int) -> None:
-    """A pool worker's initializer: the worker ends when the sweep that started it ends,
-    however it ends. A sweep killed outright (SIGKILL) cannot stop its pool, and an
-    orphaned worker would go on running points, racing a rerun. Ctrl-C or SIGTERM ends
-    a worker quietly, without the half-written run folder it may hold."""
-    signal.signal(signal.SIGINT, _stop_quietly)
-    signal.signal(signal.SIGTERM, _stop_quietly)
-    # Linux signals the death of the thread that started the worker: the pool starts its
-    # workers from the thread that submits the points, which outlives the pool.
-    if not _parent_death_signal(signal.SIGKILL):
-        threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
-    if os.getppid() != parent:  # the parent ended before the signal above was armed
-        os._exit(1)
-
-
-def _stop_quietly(signum: int, frame: object) -> None:
-    abandon_partials()
-    os._exit(128 + signum)
-
-
-def _parent_death_signal(signum: int) -> bool:
-    """Asks Linux to send `signum` to this process when its parent ends; False where
-    there is no such request (other systems)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _end_with(parent: int) -> None:
-    """Where no parent-death signal exists: watch the parent, end when it has gone."""
-    while os.getppid() == parent:
-        time.sleep(1)
-    os._exit(1)
-
-
-def _run_on_ray(todo: list[Point], base: Path, out: Path, address: str, finished: Finished) -> None:
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("--ray needs Ray: pip install 'isthmus[ray]'") from None
-    started_here = not ray.is_initialized()
-    if started_here:
-        # Ray's start-up notices (a local instance started, token authentication) are
-        # Ray's, not the sweep's: only its errors reach the user.
-        logging.getLogger("ray").setLevel(logging.ERROR)
-        ray.init(
-            address=None if address == "local" else address,
-            log_to_driver=False,
-            logging_level=logging.ERROR,
-        )
-    try:
-        remote = ray.remote(run_point)
-        pending = {remote.remote(p, base, out / p.name): p for p in todo}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            point = pending.pop(done[0])
-            try:
-                ray.get(done[0])
-            except Exception as e:
-                finished(point.name, getattr(e, "cause", None) or e)
-            else:
-                finished(point.name, None)
-    finally:
-        if started_here:
-            ray.shutdown()

@@ -96,13 +96,14 @@ def run_study(
     quick: bool,
     seeds: list[int],
     folder: Path,
-    workers: int = 1,
+    workers: int = 0,
     ray_address: str | None = None,
     resume: bool = False,
     on_progress: Progress = lambda done, total, label: None,
 ) -> Results:
     """Runs the study's jobs not already stored in `folder` (with `resume`; otherwise
-    all of them, the folder's old job files removed), storing each as it finishes.
+    all of them, the folder's old job files removed), storing each as it finishes:
+    here (`workers` 0), on `workers` processes, or on Ray (see `jobs.execute`).
     Raises `StudyFailed` when any job failed, the others kept."""
     settings = study_settings(module, quick)
     manifest = new_manifest(module.NAME, quick, seeds, settings)

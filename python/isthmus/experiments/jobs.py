@@ -92,14 +92,15 @@ def check_jobs(jobs: list[Job], done: Mapping[str, Any] = {}) -> None:
 def execute(
     jobs: list[Job],
     *,
-    workers: int = 1,
+    workers: int = 0,
     ray_address: str | None = None,
     done: Mapping[str, Any] = {},
     on_start: Callable[[Job], None] = lambda job: None,
     keep: Callable[[Finished], Any] = lambda end: end.result,
 ) -> Iterator[Finished]:
-    """Runs `jobs` and yields each as it ends. `workers` 1 runs them here, one at a time;
-    more runs them on that many worker processes; `ray_address` on a Ray cluster instead
+    """Runs `jobs` and yields each as it ends. `workers` 0 runs them here, one at a time
+    (a library caller's choice: a crash takes the caller down); 1 or more on that many
+    worker processes; `ray_address` on a Ray cluster instead
     ("auto": a Ray instance on this machine). `done`: results of jobs finished before,
     by name, for the jobs that need them. Jobs start in the order given, each once what
     it needs has finished. `keep` is called on each job that succeeds, before it is
@@ -115,7 +116,7 @@ def execute(
     backend: _Backend
     if ray_address is not None:
         backend = _Ray(ray_address)
-    elif workers > 1:
+    elif workers >= 1:
         backend = _Workers(min(workers, len(waiting)))
     else:
         backend = _HereInTurn()
