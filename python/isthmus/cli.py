@@ -822,7 +822,8 @@ def reproduce(
             except ValueError as e:
                 progress.stop()
                 _fail(str(e))
-        console.print(_literal(f"{len(results.records)} jobs stored in {folder}"))
+        ran = len(results.records) - results.reused
+        console.print(_literal(f"{ran} jobs ran, {results.reused} kept from before, in {folder}"))
     _show_study(module, results, json_out, figures)
 
 

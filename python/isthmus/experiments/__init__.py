@@ -46,6 +46,8 @@ class Results:
     seeds: list[int]
     settings: dict
     records: list[dict]
+    reused: int = 0
+    """How many of the records a resumed run took from its folder rather than ran."""
 
     def select(self, **where: Any) -> list[Any]:
         """The results of the jobs whose fields (experiment, variant, scheme, seed) are
@@ -145,7 +147,7 @@ def run_study(
             raise StudyFailed(folder, failed)
         ordered = [records[job.name] for job in jobs]
         complete_manifest(folder, manifest, ordered)
-    return Results(module.NAME, quick, seeds, settings, ordered)
+    return Results(module.NAME, quick, seeds, settings, ordered, len(jobs) - len(todo))
 
 
 def load_study(folder: Path, module: ModuleType) -> Results:
