@@ -13,6 +13,7 @@ import pytest
 from isthmus import load_scenario
 from isthmus.control import Controller, ControlPlane
 from isthmus.control.apps.ofpt import Ofpt
+from isthmus.experiments import run_study
 from isthmus.scenario import ScenarioError, parse_scenario
 from isthmus.simulation import Simulation
 from isthmus.studies import ofpt as study
@@ -143,7 +144,7 @@ def test_a_scenario_names_the_bad_ofpt_parameter(scenario_path):
         parse_scenario(text.replace("epsilon = 0.1", "epsilon = 0.9")).build()
 
 
-def test_the_study_table_puts_ours_beside_the_paper(monkeypatch):
+def test_the_study_table_puts_ours_beside_the_paper(monkeypatch, tmp_path):
     monkeypatch.setitem(study.QUICK, "k", 4)
     monkeypatch.setitem(study.QUICK, "duration_ms", 30)
     monkeypatch.setitem(study.QUICK, "warmup_ms", 10)
@@ -153,7 +154,7 @@ def test_the_study_table_puts_ours_beside_the_paper(monkeypatch):
     monkeypatch.setitem(study.QUICK, "testbed_window_ms", 100)
     monkeypatch.setitem(study.QUICK, "size_classes", ("50KB", "1MB"))
     monkeypatch.setattr(study, "FCT_SCHEMES", ("ECMP", "OFPT"))
-    results = study.run(quick=True, seeds=[1, 2])
+    results = run_study(study, quick=True, seeds=[1, 2], folder=tmp_path / "ofpt")
     table = study.table(results)
     rows = {row[0]: row for row in table.rows}
     assert rows["fat-tree k=4 | one-to-one | OFPT"][2] == "98.1"
