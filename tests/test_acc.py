@@ -169,16 +169,17 @@ def test_the_queue_environment_passes_pettingzoos_parallel_api_test():
 
 
 def test_the_study_runs_and_compares_acc_with_both_static_settings(monkeypatch, tmp_path):
+    from isthmus.experiments import run_study
     from isthmus.studies import acc as study
 
     monkeypatch.setitem(study.QUICK, "episodes", 2)
     monkeypatch.setitem(study.QUICK, "message_ms", 20.0)
-    results = study.run(quick=True, seeds=[1])
+    results = run_study(study, quick=True, seeds=[1], folder=tmp_path / "s")
     table = study.table(results)
     rows = {row[0]: row for row in table.rows}
     assert "heterogeneous | ACC" in rows and "heterogeneous | SECN1" in rows
     assert rows["messages 60% queue KB mean / std | SECN2"][3] == "37.5 / 109.3"
-    training = [r for r in results["runs"] if r["experiment"] == "training"][0]
+    (training,) = results.select(experiment="training")
     assert len(training["curve"]) == 2 and training["simulated_s"] == pytest.approx(0.01)
     assert len(table.claims) == 4
     assert "RDMA/TCP 7:1, RDMA share % | queue KB | Gb/s | ACC" in rows

@@ -8,21 +8,21 @@ from typer.testing import CliRunner
 
 from isthmus import studies
 from isthmus.cli import app
+from isthmus.experiments import run_study
 from isthmus.studies import nosilverbullet as nsb
 
 
-def test_each_pair_is_decided_by_the_workload_and_link():
+def test_each_pair_is_decided_by_the_workload_and_link(tmp_path):
     """The six pairwise experiments (quick): deep buffers win a lone flow's bulk
     throughput on LTE and CoDel its interactive score (3a / 3b), and CoDel+FQ beats
     Bufferbloat+FQ for two interactive flows on the fixed link (2b)."""
-    results = nsb.run(quick=True, seeds=[1])
+    results = run_study(nsb, quick=True, seeds=[1], folder=tmp_path / "s")
     won = nsb.verdicts(results)
     assert won[("3a", "bulk")] == "drop-tail"
     assert won[("3b", "interactive")] == "CoDel"
     assert won[("2b", "interactive")] == "CoDel+FQ"
-    runs = [r for r in results["runs"] if r["experiment"] == "1b"]
-    assert len({r["seed"] for r in runs}) == nsb.QUICK["seeds"]["1b"]
-    assert all(r["pages_s"] for r in runs), "every 1b run completes web pages"
+    assert len(results.distinct("seed", experiment="1b")) == nsb.QUICK["seeds"]["1b"]
+    assert all(results.values("pages_s", experiment="1b")), "every 1b run completes web pages"
 
 
 def test_the_pooled_tail_takes_index_floor_0999_n():
@@ -37,7 +37,7 @@ def test_studies_are_discovered_and_each_exposes_the_interface():
     assert {"nosilverbullet", "ofpt", "ibcn", "diolkos", "acc"} <= set(found)
     for name, module in found.items():
         assert name == module.NAME and module.TITLE
-        assert callable(module.run) and callable(module.table)
+        assert callable(module.jobs) and callable(module.table)
     with pytest.raises(
         ValueError,
         match="unknown study 'silver'; available: acc, diolkos, ibcn, nosilverbullet, ofpt",
@@ -47,7 +47,18 @@ def test_studies_are_discovered_and_each_exposes_the_interface():
 
 def test_reproduce_prints_the_table_and_claims_and_writes_json(tmp_path):
     out = tmp_path / "nsb.json"
-    result = CliRunner().invoke(app, ["reproduce", "nosilverbullet", "--quick", "--json", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "reproduce",
+            "nosilverbullet",
+            "--quick",
+            "--json",
+            str(out),
+            "--out",
+            str(tmp_path / "s"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "No silver bullet" in result.output
     data = json.loads(out.read_text())

@@ -16,9 +16,9 @@ settings DCQCN deployments use.
    egress queue, 100 us control interval).
 3. ACC's learners are pre-trained offline on incast mixes (each episode: p senders in
    [2, 23], q flows in [1, 1000], sizes log-uniform in 10 KB-10 MB, offered load 10-90 %
-   of the receiver's link), saved, reloaded with `torch.load(weights_only=True)`, and
-   then evaluated, still learning online (epsilon at its floor), on traffic they were
-   not trained on:
+   of the receiver's link) in a job of their own per seed, whose result (stored as
+   JSON) holds the models; ACC's evaluation jobs load that seed's and go on learning
+   online (epsilon at its floor) on traffic they were not trained on:
    a. Heterogeneous traffic whose mix changes every phase (the paper: every 100 s;
       here every 10 ms): web search at 40 % load, data mining at 70 %, then 8-to-1
       incast bursts of 500 KB; all-to-all random pairs. Measured: the mean switch queue
@@ -37,22 +37,21 @@ settings DCQCN deployments use.
 
 from __future__ import annotations
 
-import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from isthmus import _core
-from isthmus.compare import mean_interval
 from isthmus.control import ControlPlane, SwitchAgent
-from isthmus.control.apps.acc import Acc, read_models, save_models
+from isthmus.control.apps.acc import Acc
+from isthmus.experiments import Job, Results
+from isthmus.experiments.verdicts import better, cell
 from isthmus.network_metrics import arrived_bytes
 from isthmus.queues import Drr, Fq
 from isthmus.simulation import Simulation
+from isthmus.studies import Claim, StudyTable
 from isthmus.topology import Link, Topology
 from isthmus.transport import dcqcn_marker
 from isthmus.workload import size_distribution
@@ -150,16 +149,23 @@ class StaticEcn(SwitchAgent):
 def control(
     sim: Simulation,
     scheme: str,
-    pretrained: dict | None,
+    trained: dict | None,
     seed: int,
     train: bool,
     classes: tuple[int, ...] = (0,),
 ):
-    """Attaches the scheme; returns the plane and its agents."""
+    """Attaches the scheme (ACC's learners those of `trained`, a pre-training's result,
+    or untrained); returns the plane and its agents. Torch runs on one thread, its global
+    generator seeded from `seed`: a run does not depend on what ran before it."""
     plane = ControlPlane(sim)
     if scheme == "ACC":
+        import torch
+
         from isthmus.rl.ddqn import DqnSettings
 
+        torch.set_num_threads(1)
+        torch.manual_seed(seed)
+        pretrained = None if trained is None else state_dicts(trained["models"])
         # Online after pre-training: exploration at its floor from the start.
         settings = DqnSettings(epsilon_start=0.02) if pretrained is not None else DqnSettings()
         agents = plane.add_agents(
@@ -192,9 +198,28 @@ def incast_mix(sim: Simulation, rng: np.random.Generator, start_s: float, span_s
     _add(sim, rng.choice(senders, size=q), np.full(q, receiver), sizes, starts * 1e12)
 
 
+def models_json(state: dict) -> dict:
+    """State dicts (nested, by name) as JSON: each tensor its dtype, shape and values
+    (float32 to Python floats and back is exact)."""
+    if isinstance(state, dict):
+        return {name: models_json(value) for name, value in state.items()}
+    dtype = str(state.dtype).removeprefix("torch.")
+    return {"tensor": dtype, "shape": list(state.shape), "values": state.flatten().tolist()}
+
+
+def state_dicts(models: dict) -> dict:
+    """The state dicts `models_json` wrote, as tensors."""
+    import torch
+
+    if "tensor" in models:
+        dtype = getattr(torch, models["tensor"])
+        return torch.tensor(models["values"], dtype=dtype).reshape(models["shape"])
+    return {name: state_dicts(value) for name, value in models.items()}
+
+
 def pretrain(seed: int, episodes: int, episode_ms: float, size: FabricSize = TESTBED) -> dict:
     """Offline pre-training on incast mixes on a fabric of `size`; returns the models
-    (which fit that fabric only), learning curve, cost."""
+    (which fit that fabric only) in JSON form, learning curve, cost."""
     rng = np.random.default_rng([seed, 2021])
     models = None
     curve, simulated, started = [], 0.0, time.perf_counter()
@@ -209,17 +234,12 @@ def pretrain(seed: int, episodes: int, episode_ms: float, size: FabricSize = TES
         simulated += episode_ms / 1e3
         curve.append(float(np.mean([np.mean(a.rewards) for a in agents if a.rewards])))
         models = {a.switch.name: a.dqn.state_dict() for a in agents}
-        last_agents = agents
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "acc.pt"
-        save_models(last_agents, path)
-        reloaded = read_models(path)
     return {
-        "models": reloaded,
+        "models": models_json(models),
         "curve": curve,
         "simulated_s": simulated,
         "wall_s": time.perf_counter() - started,
-        "steps": int(sum(a.dqn.steps for a in last_agents)),
+        "steps": int(sum(a.dqn.steps for a in agents)),
     }
 
 
@@ -265,10 +285,10 @@ def _switch_ports(sim: Simulation) -> np.ndarray:
     return np.array([kinds[int(n)] == "switch" for n in ports["node"]])
 
 
-def run_heterogeneous(seed: int, scheme: str, models, phase_ms: float) -> dict:
+def run_heterogeneous(seed: int, scheme: str, phase_ms: float, trained: dict | None = None) -> dict:
     sim = network(seed, sample_interval="100us")
     heterogeneous(sim, np.random.default_rng([seed, 3]), phase_ms / 1e3)
-    plane, _ = control(sim, scheme, models, seed, train=True)
+    plane, _ = control(sim, scheme, trained, seed, train=True)
     end_ms = 3 * phase_ms
     plane.run(f"{end_ms}ms")
     samples = sim.samples()
@@ -283,8 +303,6 @@ def run_heterogeneous(seed: int, scheme: str, models, phase_ms: float) -> dict:
     phases = np.minimum((samples["time_ps"] / 1e9 // phase_ms).astype(int), 2)
     flows = sim.flows()
     return {
-        "seed": seed,
-        "scheme": scheme,
         "queue_kb": float(queue_kb.mean()),
         "queue_kb_p99": float(np.percentile(queue_kb, 99)),
         "utilisation_pct": float(utilisation.mean() * 100),
@@ -298,15 +316,17 @@ def run_heterogeneous(seed: int, scheme: str, models, phase_ms: float) -> dict:
     }
 
 
-def run_messages(seed: int, scheme: str, models, load: float, span_ms: float) -> dict:
+def run_messages(
+    seed: int, scheme: str, load: float, span_ms: float, trained: dict | None = None
+) -> dict:
     sim = network(seed, sample_interval="20us")
     messages(sim, np.random.default_rng([seed, 5, int(load * 100)]), load, span_ms / 1e3)
-    plane, _ = control(sim, scheme, models, seed, train=True)
+    plane, _ = control(sim, scheme, trained, seed, train=True)
     plane.run(f"{span_ms}ms")
     flows = sim.flows()
     done = flows["finish_ps"] >= 0
     fct_us = (flows["finish_ps"] - flows["start_ps"]) / 1e6
-    out = {"seed": seed, "scheme": scheme, "load": load, "unfinished": int((~done).sum())}
+    out: dict = {"unfinished": int((~done).sum())}
     for size in MESSAGE_SIZES:
         pick = done & (flows["size_bytes"] == size)
         values = fct_us[pick]
@@ -357,9 +377,6 @@ def run_sharing(seed: int, scheme: str, senders: int, span_ms: float) -> dict:
     late = samples["time_ps"] >= span_ms / 2 * 1e9
     queue_kb = samples["queue_bytes"][late, bottleneck] / 1e3
     return {
-        "seed": seed,
-        "scheme": scheme,
-        "senders": senders,
         "rdma_gbps": float(rdma_bps / 1e9),
         "tcp_gbps": float(tcp_bps / 1e9),
         "rdma_share_pct": float(rdma_bps / max(rdma_bps + tcp_bps, 1.0) * 100),
@@ -368,213 +385,177 @@ def run_sharing(seed: int, scheme: str, senders: int, span_ms: float) -> dict:
     }
 
 
-def _jobs(settings: dict, seed: int, models: dict) -> list[tuple[str, str, Callable[[], dict]]]:
-    """(experiment, label, run) for every evaluation run of one seed."""
-    jobs = []
-    for scheme in SCHEMES:
-        jobs.append(
-            (
-                "heterogeneous",
-                f"heterogeneous traffic, {scheme}",
-                partial(run_heterogeneous, seed, scheme, models, settings["phase_ms"]),
-            )
+def jobs(settings: dict, seeds: list[int]) -> list[Job]:
+    """Each seed's pre-training, then every evaluation run; ACC's take that seed's models
+    (but in the sharing runs, where it learns from scratch)."""
+    training = {
+        s: Job(
+            "training",
+            "ACC",
+            s,
+            pretrain,
+            {"seed": s, "episodes": settings["episodes"], "episode_ms": settings["episode_ms"]},
         )
-        jobs += [
-            (
-                "messages",
-                f"messages at {load:.0%}, {scheme}",
-                partial(run_messages, seed, scheme, models, load, settings["message_ms"]),
+        for s in seeds
+    }
+
+    def job(experiment: str, run, seed: int, scheme: str, variant: str = "", **params) -> Job:
+        pretrained = scheme == "ACC" and experiment != "sharing"
+        needs = {"trained": training[seed].name} if pretrained else {}
+        given = {"seed": seed, "scheme": scheme, **params}
+        return Job(experiment, scheme, seed, run, given, variant, needs)
+
+    out = list(training.values())
+    for s in seeds:
+        for scheme in SCHEMES:
+            out.append(
+                job("heterogeneous", run_heterogeneous, s, scheme, phase_ms=settings["phase_ms"])
             )
-            for load in settings["loads"]
-        ]
-        jobs += [
-            (
-                "sharing",
-                f"RDMA/TCP sharing {senders}:1, {scheme}",
-                partial(run_sharing, seed, scheme, senders, settings["sharing_ms"]),
-            )
-            for senders in settings["incasts"]
-        ]
-    return jobs
-
-
-def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
-    import torch
-
-    torch.set_num_threads(1)
-    settings = QUICK if quick else FULL
-    steps = len(seeds) * (
-        1 + len(SCHEMES) * (1 + len(settings["loads"]) + len(settings["incasts"]))
-    )
-    done = 0
-
-    def progress(label: str) -> None:
-        if on_progress is not None:
-            on_progress(done, steps, label)
-
-    results: dict = {"quick": quick, "seeds": seeds, "settings": settings, "runs": []}
-    for seed in seeds:
-        progress(f"pre-training, seed {seed}")
-        trained = pretrain(seed, settings["episodes"], settings["episode_ms"])
-        done += 1
-        results["runs"].append(
-            {
-                "experiment": "training",
-                "seed": seed,
-                "curve": trained["curve"],
-                "simulated_s": trained["simulated_s"],
-                "wall_s": trained["wall_s"],
-            }
-        )
-        models = trained["models"]
-        for experiment, label, job in _jobs(settings, seed, models):
-            progress(f"{label}, seed {seed}")
-            started = time.perf_counter()
-            outcome = job()
-            outcome.update(experiment=experiment, wall_s=time.perf_counter() - started)
-            results["runs"].append(outcome)
-            done += 1
-    progress("done")
-    return results
-
-
-def _pick(runs: list[dict], experiment: str, **where) -> list[dict]:
-    return [
-        r
-        for r in runs
-        if r["experiment"] == experiment and all(r.get(k) == v for k, v in where.items())
-    ]
-
-
-def _cell(values: list[float], digits: int = 1) -> str:
-    values = [v for v in values if np.isfinite(v)]
-    if not values:
-        return "n/a"
-    mean, half = mean_interval(values)
-    return f"{mean:,.{digits}f} ± {half:,.{digits}f}"
+            out += [
+                job(
+                    "messages",
+                    run_messages,
+                    s,
+                    scheme,
+                    f"load {load:.0%}",
+                    load=load,
+                    span_ms=settings["message_ms"],
+                )
+                for load in settings["loads"]
+            ]
+            out += [
+                job(
+                    "sharing",
+                    run_sharing,
+                    s,
+                    scheme,
+                    f"{n}:1",
+                    senders=n,
+                    span_ms=settings["sharing_ms"],
+                )
+                for n in settings["incasts"]
+            ]
+    return out
 
 
 def _size_label(size: int) -> str:
     return f"{size // 1_000_000} MB" if size >= 1_000_000 else f"{size // 1000} KB"
 
 
-def table(results: dict):
-    from isthmus.compare import welch_interval
-    from isthmus.studies import Claim, StudyTable
-
-    runs = results["runs"]
+def _message_rows(results: Results, load: float) -> list[list[str]]:
+    """The bottleneck queue per scheme at one load, and the baselines' completion times
+    as multiples of ACC's in the same seed."""
     rows = []
+    acc = results.select(experiment="messages", variant=f"load {load:.0%}", scheme="ACC")
     for scheme in SCHEMES:
-        het = _pick(runs, "heterogeneous", scheme=scheme)
+        mine = results.select(experiment="messages", variant=f"load {load:.0%}", scheme=scheme)
+        paper = PAPER_QUEUE_60.get(scheme) if load == 0.6 else None
         rows.append(
             [
-                f"heterogeneous | {scheme}",
-                _cell([r["queue_kb"] for r in het]),
-                _cell([r["utilisation_pct"] for r in het]),
-                _cell([r["goodput_gbps"] for r in het]),
+                f"messages {load:.0%} queue KB mean / std | {scheme}",
+                cell([r["queue_kb_mean"] for r in mine]),
+                cell([r["queue_kb_std"] for r in mine]),
+                "" if paper is None else f"{paper[0]} / {paper[1]}",
                 "",
             ]
         )
-    for load in results["settings"]["loads"]:
-        acc = _pick(runs, "messages", scheme="ACC", load=load)
-        for scheme in SCHEMES:
-            mine = _pick(runs, "messages", scheme=scheme, load=load)
-            paper = PAPER_QUEUE_60.get(scheme) if load == 0.6 else None
+        if scheme == "ACC":
+            continue
+        for size in map(str, MESSAGE_SIZES):
+            ratios = [
+                cell(
+                    [
+                        r[size][stat] / a[size][stat]
+                        for r, a in zip(mine, acc, strict=True)
+                        if a[size][stat] > 0
+                    ],
+                    2,
+                )
+                for stat in ("mean", "p99", "p999")
+            ]
             rows.append(
                 [
-                    f"messages {load:.0%} queue KB mean / std | {scheme}",
-                    _cell([r["queue_kb_mean"] for r in mine]),
-                    _cell([r["queue_kb_std"] for r in mine]),
-                    "" if paper is None else f"{paper[0]} / {paper[1]}",
-                    "",
+                    f"messages {load:.0%} FCT / ACC's, {_size_label(int(size))} | {scheme}",
+                    *ratios,
+                    str(sum(r[size]["n"] for r in mine)),
                 ]
             )
-            if scheme == "ACC":
-                continue
-            for size in MESSAGE_SIZES:
-                ratios = {
-                    stat: [
-                        r[str(size)][stat] / a[str(size)][stat]
-                        for r, a in zip(mine, acc, strict=True)
-                        if a[str(size)][stat] > 0
-                    ]
-                    for stat in ("mean", "p99", "p999")
-                }
-                n = sum(r[str(size)]["n"] for r in mine)
-                rows.append(
-                    [
-                        f"messages {load:.0%} FCT / ACC's, {_size_label(size)} | {scheme}",
-                        _cell(ratios["mean"], 2),
-                        _cell(ratios["p99"], 2),
-                        _cell(ratios["p999"], 2),
-                        str(n),
-                    ]
-                )
-    for senders in results["settings"]["incasts"]:
+    return rows
+
+
+def table(results: Results) -> StudyTable:
+    settings = results.settings
+
+    def queues(experiment: str, key: str, scheme: str, **where) -> list[float]:
+        return results.values(key, experiment=experiment, scheme=scheme, **where)
+
+    rows = [
+        [
+            f"heterogeneous | {scheme}",
+            *(
+                cell(queues("heterogeneous", key, scheme))
+                for key in ("queue_kb", "utilisation_pct", "goodput_gbps")
+            ),
+            "",
+        ]
+        for scheme in SCHEMES
+    ]
+    for load in settings["loads"]:
+        rows += _message_rows(results, load)
+    for senders in settings["incasts"]:
         for scheme in SCHEMES:
-            mine = _pick(runs, "sharing", scheme=scheme, senders=senders)
+            mine = results.select(experiment="sharing", variant=f"{senders}:1", scheme=scheme)
             rows.append(
                 [
                     f"RDMA/TCP {senders}:1, RDMA share % | queue KB | Gb/s | {scheme}",
-                    _cell([r["rdma_share_pct"] for r in mine]),
-                    _cell([r["queue_kb_mean"] for r in mine]),
-                    _cell([r["rdma_gbps"] + r["tcp_gbps"] for r in mine], 2),
+                    cell([r["rdma_share_pct"] for r in mine]),
+                    cell([r["queue_kb_mean"] for r in mine]),
+                    cell([r["rdma_gbps"] + r["tcp_gbps"] for r in mine], 2),
                     "",
                 ]
             )
-    claims = []
 
-    def compare(statement: str, experiment: str, key: str, better: str, worse: str, **where):
-        a = np.array([r[key] for r in _pick(runs, experiment, scheme=better, **where)])
-        b = np.array([r[key] for r in _pick(runs, experiment, scheme=worse, **where)])
-        interval = welch_interval(b, a)
-        if interval is None:
+    def shorter(statement: str, worse: str, experiment: str, key: str, **where) -> Claim:
+        return better(
+            statement,
+            queues(experiment, key, "ACC", **where),
+            queues(experiment, key, worse, **where),
+            lower_is_better=True,
+            names=("ACC", worse),
+            digits=1,
+            unit=" KB",
+        )
+
+    claims = []
+    for worse in ("SECN1", "SECN2"):
+        claims.append(
+            shorter(
+                f"Heterogeneous traffic: ACC keeps switch queues shorter than {worse} (paper: "
+                "an order of magnitude)",
+                worse,
+                "heterogeneous",
+                "queue_kb",
+            )
+        )
+        if 0.6 in settings["loads"]:
             claims.append(
-                Claim(
-                    statement,
-                    False,
-                    f"{better} {a.mean():.1f}, {worse} "
-                    f"{b.mean():.1f} ({key}); one seed gives no interval",
+                shorter(
+                    f"Messages at 60 %: ACC's bottleneck queue is shorter than {worse}'s "
+                    f"(paper: 5.6 KB vs {PAPER_QUEUE_60[worse][0]} KB)",
+                    worse,
+                    "messages",
+                    "queue_kb_mean",
+                    variant="load 60%",
                 )
             )
-            return
-        low, high = interval
-        claims.append(
-            Claim(
-                statement,
-                high < 0,
-                f"{key}: {better} {a.mean():,.1f}, {worse} {b.mean():,.1f}; 95 % interval of "
-                f"the difference [{low:,.1f}, {high:,.1f}]",
-            )
-        )
-
-    for worse in ("SECN1", "SECN2"):
-        compare(
-            f"Heterogeneous traffic: ACC keeps switch queues shorter than {worse} (paper: an "
-            "order of magnitude)",
-            "heterogeneous",
-            "queue_kb",
-            "ACC",
-            worse,
-        )
-        if 0.6 in results["settings"]["loads"]:
-            compare(
-                f"Messages at 60 %: ACC's bottleneck queue is shorter than {worse}'s (paper: "
-                f"5.6 KB vs {PAPER_QUEUE_60[worse][0]} KB)",
-                "messages",
-                "queue_kb_mean",
-                "ACC",
-                worse,
-                load=0.6,
-            )
-    training = _pick(runs, "training")
+    training = results.select(experiment="training")
     notes = [
         "Heterogeneous rows: ours, mean switch-port queue (KB) | fabric utilisation (%) | "
         "goodput (Gb/s). Message rows: queue mean | std (KB) | the paper's at 60 %; FCT "
         "rows: mean | p99 | p99.9 as multiples of ACC's in the same seed | messages "
         "completed. Mean ± 95 % t-interval over seeds.",
-        f"Pre-training: {results['settings']['episodes']} incast-mix episodes of "
-        f"{results['settings']['episode_ms']} ms, "
+        f"Pre-training: {settings['episodes']} incast-mix episodes of "
+        f"{settings['episode_ms']} ms, "
         f"{np.mean([t['simulated_s'] for t in training]):.3f} simulated s and "
         f"{np.mean([t['wall_s'] for t in training]):.0f} wall s per seed; mean reward per "
         "episode, first to last: "
@@ -589,7 +570,7 @@ def table(results: dict):
     )
 
 
-def figures(results: dict, folder: Path) -> list[Path]:
+def figures(results: Results, folder: Path) -> list[Path]:
     """The learning curves of pre-training, and the mean switch queue over the
     heterogeneous run per scheme (first seed)."""
     import matplotlib
@@ -597,20 +578,20 @@ def figures(results: dict, folder: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = results["runs"]
     drawn: list[Path] = []
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for r in _pick(runs, "training"):
-        ax.plot(range(1, len(r["curve"]) + 1), r["curve"], label=f"seed {r['seed']}")
+    for r in results.matching(experiment="training"):
+        curve = r["result"]["curve"]
+        ax.plot(range(1, len(curve) + 1), curve, label=f"seed {r['seed']}")
     ax.set_xlabel("pre-training episode")
     ax.set_ylabel("mean reward per interval")
     ax.set_title("ACC pre-training on incast mixes")
     drawn.append(_save(fig, ax, folder / "acc_learning.png"))
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    phase_ms = results["settings"]["phase_ms"]
-    first = min(results["seeds"])
+    phase_ms = results.settings["phase_ms"]
+    first = min(results.seeds)
     for scheme in SCHEMES:
-        for r in _pick(runs, "heterogeneous", scheme=scheme, seed=first):
+        for r in results.select(experiment="heterogeneous", scheme=scheme, seed=first):
             series = r["series_queue_kb"]
             t = np.linspace(0, 3 * phase_ms, len(series))
             ax.plot(t, series, label=scheme)

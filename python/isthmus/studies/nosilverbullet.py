@@ -42,13 +42,17 @@ CoDel+FQ 11.2 Mbit/s and 21 s.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from isthmus import _core
-from isthmus.compare import mean_interval, welch_interval
 from isthmus.control import ControlPlane
+from isthmus.experiments import Job, Results
+from isthmus.experiments.verdicts import better, better_pooled, cell
 from isthmus.queues import CoDel, DropTail, Fq, StrictPriority
 from isthmus.simulation import Simulation
+from isthmus.studies import Claim, StudyTable
 from isthmus.topology import Link, Topology
 from isthmus.transport import TcpParams
 from isthmus.workload import size_distribution
@@ -97,6 +101,7 @@ FULL = {"seconds": 100.0, "seeds": {"1b": 74, "2a": 74}, "other_seeds": 10}
 QUICK = {"seconds": 20.0, "seeds": {"1b": 8, "2a": 8}, "other_seeds": 3}
 SERVER, CLIENT = 0, 1
 HIGHER_IS_BETTER = {"bulk": True, "interactive": True, "web": False}
+UNITS = {"bulk": "Mbit/s", "interactive": "Mbit/s/s", "web": "s"}
 
 
 def topology(link: str) -> Topology:
@@ -179,39 +184,30 @@ def seeds_for(experiment: str, settings: dict, first: int) -> list[int]:
     return list(range(first, first + n))
 
 
-def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
+def jobs(settings: dict, seeds: list[int]) -> list[Job]:
     """Every experiment, both (or all) configurations, over its seeds (74 for 1b and 2a
     in full; `seeds` picks the first seed, so `--seeds 5` starts at 1 as every study
     does)."""
-    settings = QUICK if quick else FULL
-    first = seeds[0]
-    jobs = [
-        (e, c, s)
+    return [
+        Job(
+            e,
+            c,
+            s,
+            run_one,
+            {"experiment": e, "config": c, "seed": s, "seconds": settings["seconds"]},
+        )
         for e, (configs, _, _) in EXPERIMENTS.items()
         for c in configs
-        for s in seeds_for(e, settings, first)
+        for s in seeds_for(e, settings, seeds[0])
     ]
-    results: dict = {"settings": settings, "seconds": settings["seconds"], "runs": []}
-    for done, (experiment, config, seed) in enumerate(jobs):
-        if on_progress is not None:
-            on_progress(done, len(jobs), f"{experiment} {config}, seed {seed}")
-        outcome = run_one(experiment, config, seed, settings["seconds"])
-        results["runs"].append(
-            {"experiment": experiment, "config": config, "seed": seed, **outcome}
-        )
-    if on_progress is not None:
-        on_progress(len(jobs), len(jobs), "done")
-    return results
 
 
-def _per_seed(runs: list[dict], experiment: str, config: str, workload: str) -> np.ndarray:
+def _per_seed(results: Results, experiment: str, config: str, workload: str) -> list[float]:
     """The workload's score in each seed (the mean over its flows of that kind)."""
-    values = []
-    for r in runs:
-        if r["experiment"] == experiment and r["config"] == config:
-            mine = [v for w, v in r["scores"] if w == workload]
-            values.append(float(np.mean(mine)))
-    return np.array(values)
+    return [
+        float(np.mean([v for w, v in scores if w == workload]))
+        for scores in results.values("scores", experiment=experiment, scheme=config)
+    ]
 
 
 def pooled_tail(pages: list[list[float]]) -> float:
@@ -222,64 +218,51 @@ def pooled_tail(pages: list[list[float]]) -> float:
     return float(pooled[min(int(np.floor(0.999 * pooled.size)), pooled.size - 1)])
 
 
-def _pages(runs: list[dict], experiment: str, config: str) -> list[list[float]]:
-    return [r["pages_s"] for r in runs if r["experiment"] == experiment and r["config"] == config]
+def _duel(results: Results, experiment: str, workload: str) -> tuple[str | None, str]:
+    """The configuration of the experiment's pair that is better for `workload` (None
+    where the 95 % interval of the difference includes zero), and the evidence."""
+    first, second = EXPERIMENTS[experiment][0][:2]
+    if workload == "web":
+        a, b = (results.values("pages_s", experiment=experiment, scheme=c) for c in (first, second))
+        judge = partial(better_pooled, a=a, b=b, statistic=pooled_tail)
+    else:
+        a, b = (_per_seed(results, experiment, c, workload) for c in (first, second))
+        judge = partial(better, a=a, b=b)
+    judge = partial(judge, names=(first, second), unit=f" {UNITS[workload]}")
+    # Both sides judged on the one interval of first - second.
+    lower = not HIGHER_IS_BETTER[workload]
+    won = judge(f"{first} wins", lower_is_better=lower)
+    lost = judge(f"{second} wins", lower_is_better=not lower)
+    return (first if won.holds else second if lost.holds else None), won.evidence
 
 
-def tail_interval(a: list[list[float]], b: list[list[float]], seed: int = 0) -> tuple:
-    """95 % interval of tail(b) - tail(a) by resampling seeds (1000 bootstrap draws)."""
-    rng = np.random.default_rng(seed)
-    diffs = []
-    for _ in range(1000):
-        pick_a = [a[i] for i in rng.integers(len(a), size=len(a))]
-        pick_b = [b[i] for i in rng.integers(len(b), size=len(b))]
-        diffs.append(pooled_tail(pick_b) - pooled_tail(pick_a))
-    return tuple(np.percentile(diffs, [2.5, 97.5]))
-
-
-def verdicts(results: dict) -> dict[tuple[str, str], str | None]:
+def verdicts(results: Results) -> dict[tuple[str, str], str | None]:
     """For each (experiment, workload objective): the winning configuration of the
     paper's pair, or None where the interval includes zero."""
-    runs = results["runs"]
-    out = {}
-    for experiment, (configs, workloads, _) in EXPERIMENTS.items():
-        first, second = configs[:2]
-        for workload in dict.fromkeys(workloads):
-            if workload == "web":
-                low, high = tail_interval(
-                    _pages(runs, experiment, first), _pages(runs, experiment, second)
-                )
-            else:
-                interval = welch_interval(
-                    _per_seed(runs, experiment, first, workload),
-                    _per_seed(runs, experiment, second, workload),
-                )
-                low, high = interval if interval is not None else (-np.inf, np.inf)
-            better_second = (low > 0) if HIGHER_IS_BETTER[workload] else (high < 0)
-            better_first = (high < 0) if HIGHER_IS_BETTER[workload] else (low > 0)
-            out[(experiment, workload)] = (
-                second if better_second else first if better_first else None
-            )
-    return out
+    return {key: winner for key, (winner, _) in _duels(results).items()}
 
 
-def table(results: dict):
-    from isthmus.studies import Claim, StudyTable
+def _duels(results: Results) -> dict[tuple[str, str], tuple[str | None, str]]:
+    return {
+        (experiment, workload): _duel(results, experiment, workload)
+        for experiment, (_, workloads, _) in EXPERIMENTS.items()
+        for workload in dict.fromkeys(workloads)
+    }
 
-    runs = results["runs"]
+
+def table(results: Results) -> StudyTable:
     rows = []
     for experiment, (configs, workloads, link) in EXPERIMENTS.items():
+        seeds = len(results.distinct("seed", experiment=experiment))
         for config in configs:
             for workload in dict.fromkeys(workloads):
                 if workload == "web":
-                    pages = _pages(runs, experiment, config)
+                    pages = results.values("pages_s", experiment=experiment, scheme=config)
                     ours = f"{pooled_tail(pages):.2f} s (n={sum(len(p) for p in pages)})"
                 else:
-                    mean, half = mean_interval(_per_seed(runs, experiment, config, workload))
-                    unit = "Mbit/s" if workload == "bulk" else "Mbit/s/s"
-                    ours = f"{mean:.2f} ± {half:.2f} {unit}"
+                    per_seed = _per_seed(results, experiment, config, workload)
+                    ours = f"{cell(per_seed, 2)} {UNITS[workload]}"
                 paper = PAPER.get((config, workload)) if experiment == "1b" else None
-                seeds = len({r["seed"] for r in runs if r["experiment"] == experiment})
                 rows.append(
                     [
                         f"{experiment} {link} {workload} | {config}",
@@ -288,19 +271,18 @@ def table(results: dict):
                         str(seeds),
                     ]
                 )
-    won = verdicts(results)
-    claims = []
-    for (experiment, workload), winner in won.items():
-        configs = EXPERIMENTS[experiment][0][:2]
-        claims.append(
-            Claim(
-                f"{experiment}: one of {configs[0]} and {configs[1]} is better for {workload}",
-                winner is not None,
-                f"winner: {winner or 'neither (the 95 % interval includes zero)'}",
-            )
+    duels = _duels(results)
+    claims = [
+        Claim(
+            f"{experiment}: one of {' and '.join(EXPERIMENTS[experiment][0][:2])} is better "
+            f"for {workload}",
+            winner is not None,
+            f"winner: {winner or 'neither (the 95 % interval includes zero)'}; {evidence}",
         )
-    decided = {k: v for k, v in won.items() if v is not None}
-    sides = {}
+        for (experiment, workload), (winner, evidence) in duels.items()
+    ]
+    decided = {k: w for k, (w, _) in duels.items() if w is not None}
+    sides: dict[tuple[str, ...], set[str]] = {}
     for (experiment, _), winner in decided.items():
         sides.setdefault(EXPERIMENTS[experiment][0][:2], set()).add(winner)
     claims.append(
@@ -313,8 +295,8 @@ def table(results: dict):
     )
     return StudyTable(
         title=(
-            f"No silver bullet: six pairwise experiments, {results['seconds']:g} s a run, "
-            "150 ms minimum RTT"
+            f"No silver bullet: six pairwise experiments, {results.settings['seconds']:g} s a "
+            "run, 150 ms minimum RTT"
         ),
         columns=["experiment link objective | configuration", "ours", "slides", "seeds"],
         rows=rows,
