@@ -96,7 +96,8 @@ def test_bad_setups_are_refused():
         Ibcn(forecaster=fitted(1.0), series="link")
 
 
-def test_the_prediction_study_measures_every_model_on_the_papers_dataset(monkeypatch):
+def test_the_prediction_study_measures_every_model_on_the_papers_dataset(monkeypatch, tmp_path):
+    from isthmus.experiments import run_study
     from isthmus.studies import ibcn as study
 
     monkeypatch.setitem(study.QUICK, "polls", 300)
@@ -111,14 +112,15 @@ def test_the_prediction_study_measures_every_model_on_the_papers_dataset(monkeyp
     monkeypatch.setitem(both.QUICK, "scenario1", ("none", "bcn"))
     monkeypatch.setitem(both.QUICK, "scenario2", ())
     monkeypatch.setitem(both.QUICK, "loads", ())
-    results = study.run(quick=True, seeds=[1])
+    results = run_study(study, quick=True, seeds=[1], folder=tmp_path)
     table = study.table(results)
     rows = {row[0]: row for row in table.rows}
     assert rows["error | lstm"][2] == "3.7" and rows["error | arma"][2] == "41.3"
     assert "LSTM layers | 1" in rows
     assert rows["scenario1 TPS | bcn"][2] == "7,124" and rows["scenario1 TPS | none"][1]
+    (scored,) = results.values("models", experiment="forecasters")
     for name in study.MODEL_OPTIONS:
-        assert np.isfinite(results["runs"][0]["models"][name]["mse"])
+        assert np.isfinite(scored[name]["mse"])
 
 
 def test_bcn_and_ibcn_act_on_the_studys_continuous_senders():

@@ -9,11 +9,7 @@ from __future__ import annotations
 NAME = "ibcn"
 TITLE = "IBCN (Tran et al.): forecast BCN queues (LSTM vs ARMA/ARAR/HW) and BCN driven by them"
 
-from isthmus.studies.ibcn.prediction import (  # noqa: E402
-    MODEL_OPTIONS,
-    QUICK,
-    collect,
-)
-from isthmus.studies.ibcn.study import run, table  # noqa: E402
+from isthmus.studies.ibcn.prediction import MODEL_OPTIONS, collect  # noqa: E402
+from isthmus.studies.ibcn.study import FULL, QUICK, jobs, table  # noqa: E402
 
-__all__ = ["MODEL_OPTIONS", "NAME", "QUICK", "TITLE", "collect", "run", "table"]
+__all__ = ["FULL", "MODEL_OPTIONS", "NAME", "QUICK", "TITLE", "collect", "jobs", "table"]

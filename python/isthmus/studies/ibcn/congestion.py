@@ -33,7 +33,7 @@ polls every 1 s with the paper's 200-800 ms pauses, run for BCN and IBCN-LSTM on
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from isthmus.control import ControlPlane
 from isthmus.control.apps.ibcn import Ibcn
 from isthmus.network_metrics import arrived_bytes
 from isthmus.simulation import Simulation
-from isthmus.studies.ibcn.prediction import BCN, HORIZON, MODEL_OPTIONS, WINDOW, tree
+from isthmus.studies.ibcn.prediction import BCN, HORIZON, MODEL_OPTIONS, NEURAL, WINDOW, tree
 
 SOURCES = range(2, 50)
 DESTINATIONS = 2
@@ -57,7 +57,6 @@ FAIR_SHARE_BPS = BOTTLENECK_BPS / REMOTE_SOURCES
 # TCP NewReno with the usual 200 ms minimum retransmission timeout (Linux's
 # TCP_RTO_MIN); the paper names no TCP settings.
 TCP = {"min_rto": "200ms", "initial_rto": "1s"}
-NEURAL = ("lstm", "gru", "skip_lstm", "bilstm")
 SCHEMES = ("none", "bcn", *(f"ibcn-{m}" for m in MODEL_OPTIONS))
 
 
@@ -252,5 +251,6 @@ def scenario(
     return out
 
 
-def scale_dict(scale: TimeScale) -> dict:
-    return asdict(scale)
+def run_scenario(seed: int, scheme: str, scale: dict, epochs: int, workload: dict) -> dict:
+    """Job: `scenario` from JSON arguments (a `TimeScale`'s and a `Workload`'s fields)."""
+    return scenario(seed, scheme, TimeScale(**scale), epochs, Workload(**workload))

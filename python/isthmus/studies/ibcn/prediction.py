@@ -1,9 +1,8 @@
 """IBCN's prediction study: how well each forecaster predicts BCN queues.
 
 Reproduces the prediction tables of Tran, Nguyen, Souihi and Mellouk, "Towards a Novel
-Congestion Notification Algorithm for Software-Defined Data Center Networks"; the
-congestion-management tables (scenario 1's transactions, scenario 2, the load sweep)
-are not built yet (docs/ibcn.md says what they need).
+Congestion Notification Algorithm for Software-Defined Data Center Networks";
+`congestion` has the congestion-management half.
 
                  core0
            10G /         \\ 10G
@@ -37,14 +36,14 @@ needs.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from isthmus.compare import mean_interval
 from isthmus.control import Controller, ControlPlane
+from isthmus.experiments import Job, Results
+from isthmus.experiments.verdicts import better, cell
 from isthmus.predict import MODELS, score
 from isthmus.simulation import Simulation
+from isthmus.studies import Claim
 from isthmus.topology import Link, Topology
 
 PAPER_ERRORS = {
@@ -65,8 +64,7 @@ MODEL_OPTIONS = {
     "skip_lstm": {},
     "bilstm": {"layers": 2},
 }
-FULL = {"polls": 7200, "epochs": 100, "layers": (1, 2, 3, 4, 5, 6, 7, 8)}
-QUICK = {"polls": 1500, "epochs": 10, "layers": (1, 4)}
+NEURAL = ("lstm", "gru", "skip_lstm", "bilstm")
 INTERVAL_US = 500
 REDRAW_POLLS = 200
 WINDOW, HORIZON = 10, 5
@@ -147,8 +145,8 @@ def predictions(data: np.ndarray, epochs: int) -> dict:
     targets = [int(c) for c in np.flatnonzero(data.max(axis=0) > 0)]
     models = []
     for name, options in MODEL_OPTIONS.items():
-        neural = name in ("lstm", "gru", "skip_lstm", "bilstm")
-        models.append(_factory(name, {**options, **({"epochs": epochs} if neural else {})}))
+        neural = {"epochs": epochs} if name in NEURAL else {}
+        models.append(_factory(name, {**options, **neural}))
     out = score(
         data,
         models,
@@ -170,112 +168,119 @@ def _factory(name: str, options: dict):
     return build
 
 
-def depth(data: np.ndarray, epochs: int, layers: tuple[int, ...]) -> dict:
-    """LSTM MSE and training time against its depth."""
+def run_queues(seed: int, polls: int) -> dict:
+    """Job: the training set of one seed, with what the notes say of it."""
+    data = collect(seed, polls)
+    return {
+        "queues": data.tolist(),
+        "queued_switches": int(np.count_nonzero(data.max(axis=0) > 0)),
+        "mean_queue": float(data.mean()),
+        "zero_share": float(np.mean(data == 0)),
+    }
+
+
+def run_forecasters(queues: dict, epochs: int) -> dict:
+    """Job: every model scored together on one seed's training set (together: the test
+    windows start where the model needing the longest context can first forecast)."""
+    return predictions(np.array(queues["queues"], dtype=float), epochs)
+
+
+def run_depth(queues: dict, layers: int, epochs: int) -> dict:
+    """Job: an LSTM of `layers` layers scored alone on one seed's training set: its MSE
+    and training time."""
+    data = np.array(queues["queues"], dtype=float)
     targets = [int(c) for c in np.flatnonzero(data.max(axis=0) > 0)]
-    out = {}
-    for n in layers:
-        result = score(
-            data,
-            [_factory("lstm", {"layers": n, "epochs": epochs})],
-            WINDOW,
-            horizon=HORIZON,
-            targets=targets,
-            fractions=(0.2, 0.7, 0.1),
+    lstm = _factory("lstm", {"layers": layers, "epochs": epochs})
+    result = score(
+        data, [lstm], WINDOW, horizon=HORIZON, targets=targets, fractions=(0.2, 0.7, 0.1)
+    )
+    return next(iter(result["models"].values()))
+
+
+def jobs(settings: dict, seeds: list[int]) -> list[Job]:
+    """Per seed: its training set, every forecaster on it, and each LSTM depth on it."""
+    collected = [
+        Job("queues", "plain BCN", s, run_queues, {"seed": s, "polls": settings["polls"]})
+        for s in seeds
+    ]
+    out = list(collected)
+    epochs = settings["epochs"]
+    for queues in collected:
+        needs = {"queues": queues.name}
+        out.append(
+            Job("forecasters", "all", queues.seed, run_forecasters, {"epochs": epochs}, needs=needs)
         )
-        out[n] = next(iter(result["models"].values()))
+        out += [
+            Job(
+                "LSTM depth",
+                f"{n} layers",
+                queues.seed,
+                run_depth,
+                {"layers": n, "epochs": epochs},
+                needs=needs,
+            )
+            for n in settings["layers"]
+        ]
     return out
 
 
-def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
-    settings = QUICK if quick else FULL
-    results: dict = {"quick": quick, "seeds": seeds, "settings": settings, "runs": []}
-    steps = 3 * len(seeds)
-    for i, seed in enumerate(seeds):
-        if on_progress is not None:
-            on_progress(3 * i, steps, f"collecting queues, seed {seed}")
-        started = time.perf_counter()
-        data = collect(seed, settings["polls"])
-        collect_s = time.perf_counter() - started
-        if on_progress is not None:
-            on_progress(3 * i + 1, steps, f"scoring forecasters, seed {seed}")
-        scored = predictions(data, settings["epochs"])
-        if on_progress is not None:
-            on_progress(3 * i + 2, steps, f"LSTM depth, seed {seed}")
-        layers = depth(data, settings["epochs"], tuple(settings["layers"]))
-        results["runs"].append(
-            {
-                "seed": seed,
-                "collect_s": collect_s,
-                "queued_switches": len(scored["setup"]["targets"]),
-                "mean_queue": float(data.mean()),
-                "zero_share": float(np.mean(data == 0)),
-                "models": scored["models"],
-                "setup": scored["setup"],
-                "layers": {str(k): v for k, v in layers.items()},
-            }
-        )
-    if on_progress is not None:
-        on_progress(steps, steps, "done")
-    return results
-
-
-def table(results: dict):
-    from isthmus.studies import Claim, StudyTable
-
-    runs = results["runs"]
+def table_parts(results: Results) -> tuple[list[list[str]], list[Claim], list[str]]:
+    """The prediction half's rows, claims and notes."""
+    scored = results.values("models", experiment="forecasters")
     rows = []
-    error = {}
     for name in MODEL_OPTIONS:
-        values = [r["models"][name]["mae_pct"] for r in runs]
-        mses = [r["models"][name]["mse"] for r in runs]
-        mean, half = mean_interval(values)
-        mse_mean, mse_half = mean_interval(mses)
-        error[name] = mean
         rows.append(
             [
                 f"error | {name}",
-                f"{mean:.1f} ± {half:.1f}",
+                cell([s[name]["mae_pct"] for s in scored]),
                 f"{PAPER_ERRORS[name]:.1f}",
-                f"{mse_mean:.1f} ± {mse_half:.1f}",
-                f"{np.mean([r['models'][name]['train_s'] for r in runs]):.1f}",
+                cell([s[name]["mse"] for s in scored]),
+                f"{np.mean([s[name]['train_s'] for s in scored]):.1f}",
             ]
         )
-    for n in results["settings"]["layers"]:
-        mses = [r["layers"][str(n)]["mse"] for r in runs]
-        mean, half = mean_interval(mses)
-        train = np.mean([r["layers"][str(n)]["train_s"] for r in runs])
-        rows.append([f"LSTM layers | {n}", "", "", f"{mean:.1f} ± {half:.1f}", f"{train:.1f}"])
-    neural = min(("lstm", "gru", "skip_lstm", "bilstm"), key=lambda m: error[m])
-    statistical = min(("arma", "arar", "holt_winters"), key=lambda m: error[m])
+    for n in results.settings["layers"]:
+        layers = results.select(experiment="LSTM depth", scheme=f"{n} layers")
+        mse = cell([r["mse"] for r in layers])
+        rows.append(
+            [f"LSTM layers | {n}", "", "", mse, f"{np.mean([r['train_s'] for r in layers]):.1f}"]
+        )
+    error = {name: [s[name]["mae_pct"] for s in scored] for name in MODEL_OPTIONS}
+    mean = {name: float(np.mean(v)) for name, v in error.items()}
+    neural = min(NEURAL, key=mean.get)
+    statistical = min((m for m in MODEL_OPTIONS if m not in NEURAL), key=mean.get)
+    rival = min((m for m in MODEL_OPTIONS if m != "lstm"), key=mean.get)
     claims = [
-        Claim(
+        better(
             "A recurrent network predicts BCN queues better than every statistical model",
-            error[neural] < error[statistical],
-            f"best network {neural} {error[neural]:.1f} %, best statistical {statistical} "
-            f"{error[statistical]:.1f} % (paper: LSTM 3.7 %, Holt-Winters 26.5 %)",
+            error[neural],
+            error[statistical],
+            lower_is_better=True,
+            names=(f"best network {neural}", f"best statistical {statistical}"),
+            digits=1,
+            unit=" %",
+            note="paper: LSTM 3.7 %, Holt-Winters 26.5 %",
         ),
-        Claim(
+        better(
             "LSTM predicts best of all (paper: 3.7 %)",
-            min(error, key=error.get) == "lstm",
-            "errors: " + ", ".join(f"{m} {v:.1f} %" for m, v in error.items()),
+            error["lstm"],
+            error[rival],
+            lower_is_better=True,
+            names=("lstm", f"next best {rival}"),
+            digits=1,
+            unit=" %",
+            note="errors: " + ", ".join(f"{m} {v:.1f} %" for m, v in mean.items()),
         ),
     ]
-    settings = results["settings"]
+    settings = results.settings
+    data = results.select(experiment="queues")
     notes = [
         f"Average relative error of the next {HORIZON} polls (%, zero queues left out), mean ± "
-        f"95 % t-interval over {len(runs)} seed(s); MSE in packets²; training seconds on "
-        "this machine's CPU.",
+        f"95 % t-interval over {len(results.seeds)} seed(s); MSE in packets²; training seconds "
+        "on this machine's CPU.",
         f"Data: {settings['polls']} polls every {INTERVAL_US} us (the paper's 500 ms scaled by "
-        f"10^-3) of every switch; {np.mean([r['queued_switches'] for r in runs]):.0f} switches "
-        f"ever queue; {np.mean([r['zero_share'] for r in runs]) * 100:.0f} % of polled values "
-        f"are 0; mean queue {np.mean([r['mean_queue'] for r in runs]):.2f} packets.",
+        f"10^-3) of every switch; {np.mean([d['queued_switches'] for d in data]):.0f} switches "
+        f"ever queue; {np.mean([d['zero_share'] for d in data]) * 100:.0f} % of polled values "
+        f"are 0; mean queue {np.mean([d['mean_queue'] for d in data]):.2f} packets.",
         f"Networks trained at most {settings['epochs']} epochs (early stopping, patience 10).",
     ]
-    return StudyTable(
-        title="IBCN: forecasting BCN queues (next 5 polls from the last 10)",
-        columns=["table | model", "error % (ours)", "error % (paper)", "MSE", "train s"],
-        rows=rows,
-        claims=claims,
-        notes=notes,
-    )
+    return rows, claims, notes

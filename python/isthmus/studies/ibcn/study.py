@@ -3,11 +3,11 @@ in one table beside the paper's figures."""
 
 from __future__ import annotations
 
-import time
+from dataclasses import asdict
 
-import numpy as np
-
-from isthmus.compare import mean_interval
+from isthmus.experiments import Job, Results
+from isthmus.experiments.verdicts import better, cell
+from isthmus.studies import StudyTable
 from isthmus.studies.ibcn import congestion, prediction
 
 # Scenario 1 (transactions per second, goodput Gb/s, delay us) and scenario 2 (average
@@ -22,90 +22,63 @@ PAPER_SCENARIO1 = {
 }
 PAPER_SCENARIO2 = {"none": (3.126, 18.5), "bcn": (2.984, 1.4), "ibcn-lstm": (3.273, 0.8)}
 
+# The prediction half (polls collected, most epochs a network trains, LSTM depths) and
+# the congestion half (schemes per experiment, time scales).
 FULL = {
+    "polls": 7200,
+    "epochs": 100,
+    "layers": (1, 2, 3, 4, 5, 6, 7, 8),
     "scenario1": congestion.SCHEMES,
     "scenario2": congestion.SCHEMES,
     "sweep_schemes": ("none", "bcn", "ibcn-lstm"),
     "loads": (0.1, 0.3, 0.5, 0.7, 0.9),
     "paper_schemes": ("bcn", "ibcn-lstm"),
-    "scale": congestion.SCALED,
-    "paper_scale": congestion.PAPER,
+    "scale": asdict(congestion.SCALED),
+    "paper_scale": asdict(congestion.PAPER),
 }
 QUICK = {
+    "polls": 1500,
+    "epochs": 10,
+    "layers": (1, 4),
     "scenario1": ("none", "bcn", "ibcn-lstm", "ibcn-arma"),
     "scenario2": ("none", "bcn", "ibcn-lstm"),
     "sweep_schemes": ("bcn", "ibcn-lstm"),
     "loads": (0.3, 0.9),
     "paper_schemes": (),
-    "scale": congestion.QUICK_SCALED,
-    "paper_scale": congestion.PAPER,
+    "scale": asdict(congestion.QUICK_SCALED),
+    "paper_scale": asdict(congestion.PAPER),
 }
 
 
-def _jobs(settings: dict) -> list[tuple[str, str, dict]]:
-    """(experiment, scheme, keyword arguments of `congestion.scenario`) per run of a seed."""
+def jobs(settings: dict, seeds: list[int]) -> list[Job]:
+    """The prediction half's jobs, then one `congestion.scenario` run per experiment,
+    scheme and seed."""
     scale, paper = settings["scale"], settings["paper_scale"]
-    transactions, continuous = congestion.Workload(), congestion.Workload(continuous=True)
-    jobs = [
-        ("scenario1", s, {"scale": scale, "workload": transactions}) for s in settings["scenario1"]
-    ]
-    jobs += [
-        ("scenario2", s, {"scale": scale, "workload": continuous}) for s in settings["scenario2"]
-    ]
-    jobs += [
-        (f"load {load:.1f}", s, {"scale": scale, "workload": congestion.Workload(load=load)})
+    runs = [("scenario1", s, scale, {}) for s in settings["scenario1"]]
+    runs += [("scenario2", s, scale, {"continuous": True}) for s in settings["scenario2"]]
+    runs += [
+        (f"load {load:.1f}", s, scale, {"load": load})
         for load in settings["loads"]
         for s in settings["sweep_schemes"]
     ]
-    jobs += [
-        ("scenario1 paper", s, {"scale": paper, "workload": transactions})
-        for s in settings["paper_schemes"]
+    runs += [("scenario1 paper", s, paper, {}) for s in settings["paper_schemes"]]
+    return prediction.jobs(settings, seeds) + [
+        Job(
+            experiment,
+            scheme,
+            seed,
+            congestion.run_scenario,
+            {
+                "seed": seed,
+                "scheme": scheme,
+                "scale": timescale,
+                "epochs": settings["epochs"],
+                "workload": workload,
+            },
+        )
+        for experiment, scheme, timescale, workload in runs
+        for seed in seeds
     ]
-    return jobs
-
-
-def run(quick: bool, seeds: list[int], on_progress=None) -> dict:
-    settings = QUICK if quick else FULL
-    epochs = prediction.QUICK["epochs"] if quick else prediction.FULL["epochs"]
-
-    def predicting(done: int, total: int, label: str) -> None:
-        if on_progress is not None:
-            on_progress(done, total + len(seeds) * len(_jobs(settings)), label)
-
-    results = prediction.run(quick, seeds, on_progress=predicting)
-    jobs = _jobs(settings)
-    total = 3 * len(seeds) + len(seeds) * len(jobs)
-    done = 3 * len(seeds)
-    runs = []
-    for seed in seeds:
-        for experiment, scheme, options in jobs:
-            if on_progress is not None:
-                on_progress(done, total, f"{experiment}, {scheme}, seed {seed}")
-            started = time.perf_counter()
-            outcome = congestion.scenario(seed, scheme, epochs=epochs, **options)
-            outcome["experiment"] = experiment
-            outcome["wall_s"] = time.perf_counter() - started
-            runs.append(outcome)
-            done += 1
-    if on_progress is not None:
-        on_progress(total, total, "done")
-    results["congestion"] = {
-        "runs": runs,
-        "scale": congestion.scale_dict(settings["scale"]),
-        "paper_scale": congestion.scale_dict(settings["paper_scale"]),
-    }
-    return results
-
-
-def _by(runs: list[dict], experiment: str, scheme: str, key: str) -> list[float]:
-    return [r[key] for r in runs if r["experiment"] == experiment and r["scheme"] == scheme]
-
-
-def _cell(values: list[float], digits: int) -> str:
-    if not values:
-        return ""
-    mean, half = mean_interval(values)
-    return f"{mean:,.{digits}f} ± {half:,.{digits}f}"
 
 
 # What each experiment's rows show: (label, result key, decimals, paper column index).
@@ -127,36 +100,34 @@ FIGURES = {
 }
 
 
-def _congestion_rows(runs: list[dict]) -> list[list[str]]:
+def _congestion_rows(results: Results) -> list[list[str]]:
     rows = []
-    for experiment in dict.fromkeys(r["experiment"] for r in runs):
+    for experiment in results.distinct("experiment"):
         kind = experiment.split()[0]
+        if kind not in FIGURES:
+            continue  # the prediction half's
         paper_table = {"scenario1": PAPER_SCENARIO1, "scenario2": PAPER_SCENARIO2}.get(
             experiment, {}
         )
-        for scheme in dict.fromkeys(r["scheme"] for r in runs if r["experiment"] == experiment):
+        for scheme in results.distinct("scheme", experiment=experiment):
             paper = paper_table.get(scheme)
             for label, key, digits, column in FIGURES[kind]:
                 cited = "" if paper is None or column is None else f"{paper[column]:,}"
+                values = results.values(key, experiment=experiment, scheme=scheme)
                 rows.append(
-                    [
-                        f"{experiment} {label} | {scheme}",
-                        _cell(_by(runs, experiment, scheme, key), digits),
-                        cited,
-                        "",
-                        "",
-                    ]
+                    [f"{experiment} {label} | {scheme}", cell(values, digits), cited, "", ""]
                 )
     return rows
 
 
-# The paper's comparisons: (statement, experiment, figure, winner, loser, higher wins).
+# The paper's comparisons: (statement, experiment, figure, unit, winner, loser, higher wins).
 CLAIMS = (
     (
         "Scenario 1: BCN completes more transactions per second than no congestion "
         "management (paper: 7,124 vs 726)",
         "scenario1",
         "tps",
+        " transactions/s",
         "bcn",
         "none",
         True,
@@ -166,6 +137,7 @@ CLAIMS = (
         "(paper: 8,217 vs 7,124, +15 %)",
         "scenario1",
         "tps",
+        " transactions/s",
         "ibcn-lstm",
         "bcn",
         True,
@@ -174,6 +146,7 @@ CLAIMS = (
         "Scenario 1: IBCN-LSTM delivers packets sooner than plain BCN (paper: 196.4 vs 215.8 us)",
         "scenario1",
         "delay_us",
+        " us",
         "ibcn-lstm",
         "bcn",
         False,
@@ -183,6 +156,7 @@ CLAIMS = (
         "0.8 % vs 1.4 % standard deviation)",
         "scenario2",
         "source_std_pct",
+        " %",
         "ibcn-lstm",
         "bcn",
         False,
@@ -191,6 +165,7 @@ CLAIMS = (
         "Scenario 2: IBCN-LSTM's throughput is higher than plain BCN's (paper: 3.273 vs 2.984)",
         "scenario2",
         "per_source_mbps",
+        " Mb/s",
         "ibcn-lstm",
         "bcn",
         True,
@@ -198,53 +173,27 @@ CLAIMS = (
 )
 
 
-def _has(runs: list[dict], spec: tuple) -> bool:
-    _, experiment, key, winner, loser, _ = spec
-    return bool(_by(runs, experiment, winner, key) and _by(runs, experiment, loser, key))
-
-
-def _claim(runs: list[dict], statement, experiment, key, winner, loser, higher_wins):
-    """Holds only where the 95 % Welch interval of the difference excludes zero."""
-    from isthmus.compare import welch_interval
-    from isthmus.studies import Claim
-
-    a = np.array(_by(runs, experiment, winner, key))
-    b = np.array(_by(runs, experiment, loser, key))
-    interval = welch_interval(b, a)  # of mean(winner) - mean(loser)
-    if interval is None:
-        return Claim(
-            statement,
-            False,
-            f"{winner} {a.mean():,.1f}, {loser} {b.mean():,.1f} "
-            f"({key}); one seed gives no interval",
-        )
-    low, high = interval
-    holds = low > 0 if higher_wins else high < 0
-    return Claim(
-        statement,
-        holds,
-        f"{key}: {winner} {a.mean():,.1f}, {loser} {b.mean():,.1f}; 95 % interval of the "
-        f"difference [{low:,.1f}, {high:,.1f}]",
-    )
-
-
-def table(results: dict):
-    from isthmus.studies import StudyTable
-
-    shown = prediction.table(results)
-    rows = [[*row] for row in shown.rows]
-    claims = list(shown.claims)
-    notes = list(shown.notes)
-    congestion_results = results.get("congestion")
-    if congestion_results is None:
-        return shown
-    runs = congestion_results["runs"]
-    rows += _congestion_rows(runs)
-
-    claims += [_claim(runs, *spec) for spec in CLAIMS if _has(runs, spec)]
-    scale = congestion_results["scale"]
+def table(results: Results) -> StudyTable:
+    rows, claims, notes = prediction.table_parts(results)
+    rows += _congestion_rows(results)
+    for statement, experiment, key, unit, winner, loser, higher_wins in CLAIMS:
+        a = results.values(key, experiment=experiment, scheme=winner)
+        b = results.values(key, experiment=experiment, scheme=loser)
+        if a and b:  # both schemes ran
+            claims.append(
+                better(
+                    statement,
+                    a,
+                    b,
+                    lower_is_better=not higher_wins,
+                    names=(winner, loser),
+                    digits=1,
+                    unit=unit,
+                )
+            )
+    scale = results.settings["scale"]
     notes.append(
-        f"Congestion management: {len({r['seed'] for r in runs})} seed(s); mean ± 95 % "
+        f"Congestion management: {len(results.seeds)} seed(s); mean ± 95 % "
         f"t-interval; measured over {scale['measure_s']} s after a {scale['training_polls']}-poll "
         f"warm-up (IBCN's training set) at polls every {scale['interval_s'] * 1e3:g} ms and "
         f"STOP pauses of {scale['min_pause']}-{scale['max_pause']} (the paper's 1 s and "
