@@ -131,9 +131,9 @@ def job_file(folder: Path, job: Job) -> Path:
     return folder / JOBS / f"{safe}-{digest}.json"
 
 
-def write_json(path: Path, document: Any) -> None:
+def write_json(path: Path, document: Any, indent: int | None = 1) -> None:
     """Writes `path` whole or not at all."""
-    text = json.dumps(document, indent=1, default=_plain) + "\n"
+    text = json.dumps(document, indent=indent, default=_plain) + "\n"
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as out:
@@ -223,7 +223,7 @@ def store(folder: Path, end: Finished) -> dict:
         "result": end.result,
     }
     path = job_file(folder, end.job)
-    write_json(path, record)
+    write_json(path, record, indent=None)  # results can be long lists: one line
     return json.loads(path.read_text())
 
 
