@@ -196,3 +196,29 @@ def test_two_jobs_of_one_name_are_refused():
     orphan = [Job("x", "a", 1, toy.total, {"seed": 1}, needs={"parts": "nothing"})]
     with pytest.raises(ValueError, match="needs 'nothing'"):
         list(execute(orphan))
+
+
+def test_a_study_gives_the_same_table_on_one_worker_two_and_ray(tmp_path):
+    """`isthmus reproduce` as users run it: one worker, two, and a Ray instance on this
+    machine give the same table, claims and notes."""
+    shown = []
+    for how in (["--jobs", "1"], ["--jobs", "2"], ["--ray", "auto"]):
+        out, json_out = tmp_path / how[1], tmp_path / f"{how[1]}.json"
+        command = [str(CONSOLE), "reproduce", "nosilverbullet", "--quick", "--seeds", "2"]
+        command += [*how, "--out", str(out), "--json", str(json_out)]
+        run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        assert "Started a local Ray instance" not in run.stdout + run.stderr
+        document = json.loads(json_out.read_text())
+        shown.append({key: document[key] for key in ("rows", "claims", "notes")})
+        assert len(list((out / JOBS).glob("*.json"))) == len(document["results"])
+    assert shown[0] == shown[1] == shown[2]
+    # --from prints it again without running a job.
+    again = subprocess.run(
+        [str(CONSOLE), "reproduce", "nosilverbullet", "--from", str(tmp_path / "2")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0 and "jobs ran" not in again.stdout
+    assert shown[0]["rows"][0][0] in again.stdout
