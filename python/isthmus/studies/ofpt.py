@@ -381,8 +381,16 @@ def jobs(settings: dict, seeds: list[int]) -> list[Job]:
             variant=f"{network} | {pattern}",
         )
 
-    big = f"fat-tree k={settings['k']}"
+    # The longest jobs (the size classes' and the big fabric's) first, so that no
+    # worker is left with one when the others have run out.
+    classes = {"k": settings["k"], "classes": settings["size_classes"]}
     out = [
+        Job("sizes", scheme, s, run_size_classes, {"scheme": scheme, "seed": s, **classes})
+        for s in seeds
+        for scheme in FCT_SCHEMES
+    ]
+    big = f"fat-tree k={settings['k']}"
+    out += [
         throughput("fabric", big, "one-to-one", scheme, s)
         for s in seeds
         for scheme in FABRIC_SCHEMES
@@ -406,12 +414,6 @@ def jobs(settings: dict, seeds: list[int]) -> list[Job]:
         for load in settings["testbed_loads"]
         for s in seeds
         for scheme in TESTBED_SCHEMES
-    ]
-    classes = {"k": settings["k"], "classes": settings["size_classes"]}
-    out += [
-        Job("sizes", scheme, s, run_size_classes, {"scheme": scheme, "seed": s, **classes})
-        for s in seeds
-        for scheme in FCT_SCHEMES
     ]
     out += [
         Job("migration", mode, s, run_migration, {"seed": s, "seamless": mode == "SFMM"})
