@@ -124,3 +124,52 @@ fn dcqcn_with_pfc_loses_nothing_in_an_incast() {
         "the incast never needed PFC"
     );
 }
+
+/// A link that stops longer than the loss timeout, then resumes: under PFC nothing is
+/// lost, so the timeout is spurious, and the packets sent before it are answered after
+/// it. The sender must take those answers: never send again what the receiver has
+/// acknowledged (debug builds assert it), and keep its loss timer running for the
+/// requests still open (a request left behind without a timer later set a deadline in
+/// the past, which the event list refuses).
+#[test]
+fn dcqcn_survives_a_stall_longer_than_its_loss_timeout() {
+    let nodes = [
+        ("a".to_string(), NodeKind::Host),
+        ("b".to_string(), NodeKind::Host),
+        ("s".to_string(), NodeKind::Switch),
+    ];
+    let link = LinkSpec { rate: G, delay: US };
+    let links = [
+        ("a".to_string(), "s".to_string(), link),
+        ("s".to_string(), "b".to_string(), link),
+    ];
+    let config = EngineConfig {
+        host_queue: QueueConfig::drop_tail(Limit::Bytes(64_000_000)),
+        switch_queue: QueueConfig::drop_tail(Limit::Bytes(12_000_000)),
+        pfc: Some(Pfc {
+            xoff: 1_000_000,
+            xon: 800_000,
+            lossless: 1,
+            free_fraction: None,
+        }),
+        ..Default::default()
+    };
+    let mut e = Engine::new(Topology::custom(&nodes, &links).unwrap(), config, 1);
+    // 100 packets a millisecond while open; shut from 3 to 600 ms and 700 to 1300 ms.
+    let open = [(1u64, 3u64), (600, 700), (1300, 3000)];
+    let millis: Vec<u64> = open
+        .iter()
+        .flat_map(|&(a, b)| (a..b).flat_map(|m| std::iter::repeat_n(m, 100)))
+        .collect();
+    let trace = isthmus_core::trace::LinkTrace::from_millis(&millis).unwrap();
+    e.set_link_trace(1, 2, Some(trace)).unwrap();
+    let flow = e
+        .add_dcqcn_flow(0, 1, 30_000_000, 0, &DcqcnConfig::paper(G))
+        .unwrap();
+    assert!(e.run_until_flows_finish(3 * SEC));
+    let record = e.flows().nth(flow as usize).unwrap();
+    assert_eq!(record.bytes_delivered, 30_000_000);
+    assert!(record.timeouts >= 2, "the stalls outlast the loss timeout");
+    let drops: u64 = e.ports.iter().map(|p| p.counters.drop_packets).sum();
+    assert_eq!(drops, 0, "PFC-lossless: every timeout was spurious");
+}

@@ -289,6 +289,7 @@ impl DcqcnFlow {
                 {
                     io.record.timeouts += 1;
                     self.go_back_to(self.acked);
+                    self.arm_loss_timer(io);
                     self.schedule_send(io, now);
                 }
             }
@@ -313,10 +314,19 @@ impl DcqcnFlow {
         }
     }
 
-    /// Runs the loss timer for the oldest unanswered ACK request, or stops it.
+    /// Runs the loss timer for the oldest unanswered ACK request, or stops it. Whenever
+    /// a request is unanswered the timer runs for the oldest one, so its deadline is
+    /// never past: the requests are in the order they left, each answered one goes
+    /// from the front, and no request is ever for data already acknowledged.
     fn arm_loss_timer(&mut self, io: &mut Io) {
         match self.requests.front() {
-            Some(&(_, sent)) => self.loss_timer.set(sent + self.timeout, LOSS_TIMER, io.out),
+            Some(&(_, sent)) => {
+                debug_assert!(
+                    sent + self.timeout >= io.now,
+                    "a loss deadline already past"
+                );
+                self.loss_timer.set(sent + self.timeout, LOSS_TIMER, io.out)
+            }
             None => self.loss_timer.cancel(),
         }
     }
@@ -353,6 +363,7 @@ impl DcqcnFlow {
         if seq < self.high_water {
             io.record.retransmissions += 1;
         }
+        debug_assert!(seq >= self.acked, "resending packet {seq}, acknowledged");
         let asks = (seq + 1).is_multiple_of(self.cfg.ack_every as u64) || seq + 1 == self.packets();
         let kind = if asks { DATA_ACK_REQUEST } else { DATA };
         let pkt = self.packet(io, true, kind, seq, payload);
@@ -422,6 +433,9 @@ impl DcqcnFlow {
                 let upto = self.unwrap(pkt.seq, self.acked);
                 if upto > self.acked {
                     self.acked = upto;
+                    // Packets that went before a loss timeout may be answered after it:
+                    // what the receiver has is never sent again, nor asked about.
+                    self.next_seq = self.next_seq.max(upto);
                     while self
                         .requests
                         .front()
