@@ -12,7 +12,13 @@ from isthmus import Link, Simulation, Topology  # noqa: E402
 from isthmus.control import ControlPlane  # noqa: E402
 from isthmus.control.apps.acc import Acc, read_models, save_models  # noqa: E402
 from isthmus.rl.ddqn import DoubleDqn, DqnSettings, GlobalMemory  # noqa: E402
-from isthmus.rl.ecn_queues import NUM_TEMPLATES, QueueObserver, templates  # noqa: E402
+from isthmus.rl.ecn_queues import (  # noqa: E402
+    COUNTERS,
+    NUM_TEMPLATES,
+    QueueObserver,
+    queue_term,
+    templates,
+)
 
 
 def test_each_learner_of_a_group_learns_its_own_best_action():
@@ -83,23 +89,32 @@ def test_observations_and_rewards_follow_their_formulas():
     """One 25 Gb/s queue and one 100 Gb/s queue over a 100 us interval."""
     rates = np.array([25e9, 100e9])
     observer = QueueObserver(rates, np.array([100e3, 400e3]), history=2, beta=0.5)
-    zero = {k: np.zeros(2) for k in ("queue_bytes", "dequeued", "dequeued_bytes", "aqm_marks")}
+    zero = {k: np.zeros(2) for k in COUNTERS}
     observer.observe(zero, 0, np.zeros(2))
     # Queue 0 sent at line rate (312.5 KB in 100 us, 250 packets, 50 marked) with an
-    # empty queue; queue 1 sent half its rate with a queue at its reference.
+    # empty queue; queue 1 sent half its rate (500 packets of 1250 B) with a mean queue
+    # at its reference: 320 packets waiting on average, so their sojourns sum to 320 x
+    # the interval (Little's law), whatever the queue holds at the instant it is read.
+    interval = 100_000_000
     counters = {
-        "queue_bytes": np.array([0.0, 400e3]),
+        "queue_bytes": np.array([5e6, 0.0]),
         "dequeued": np.array([250.0, 500.0]),
         "dequeued_bytes": np.array([312_500.0, 625_000.0]),
         "aqm_marks": np.array([50.0, 0.0]),
+        "sojourn_ps": np.array([0.0, 320.0 * interval]),
     }
-    states, rewards, utilisation = observer.observe(counters, 100_000_000, np.array([3, 0]))
+    states, rewards, utilisation = observer.observe(counters, interval, np.array([3, 0]))
     assert utilisation == pytest.approx([1.0, 0.5])
-    assert rewards == pytest.approx([0.5 * 1.0 + 0.5 * 1.0, 0.5 * 0.5 + 0.5 * 0.5])
+    # Queue term 1 - log2(1 + q / q_ref): 1 empty, 0 at the reference.
+    assert rewards == pytest.approx([0.5 * 1.0 + 0.5 * 1.0, 0.5 * 0.5 + 0.5 * 0.0])
     latest = states.reshape(2, 2, 5)[:, -1]
     assert latest[0] == pytest.approx([0.0, 1.0, 0.2, 0.2, 3 / (NUM_TEMPLATES - 1)])
     assert latest[1][:4] == pytest.approx([1.0, 0.5, 0.0, 0.0])
     assert templates(100e9)[0] == (8000, 32000, 0.01) and len(templates(25e9)) == NUM_TEMPLATES
+    # The queue term does not level off: 2 MB scores below 1 MB below 400 KB at 25 Gb/s.
+    terms = queue_term(np.array([400e3, 1e6, 2e6]), 100e3)
+    assert terms == pytest.approx([1 - np.log2(5), 1 - np.log2(11), 1 - np.log2(21)])
+    assert terms[0] - terms[2] > 1.0
 
 
 def _small_fabric(seed: int) -> Simulation:
@@ -174,14 +189,20 @@ def test_the_study_runs_and_compares_acc_with_both_static_settings(monkeypatch, 
 
     monkeypatch.setitem(study.QUICK, "episodes", 2)
     monkeypatch.setitem(study.QUICK, "message_ms", 20.0)
+    monkeypatch.setitem(study.QUICK, "learn_ms", 100.0)  # tests/test_acc_learns.py: in full
     results = run_study(study, quick=True, seeds=[1], folder=tmp_path / "s")
     table = study.table(results)
     rows = {row[0]: row for row in table.rows}
     assert "heterogeneous | ACC" in rows and "heterogeneous | SECN1" in rows
     assert rows["messages 60% queue KB mean / std | SECN2"][3] == "37.5 / 109.3"
     (training,) = results.select(experiment="training")
-    assert len(training["curve"]) == 2 and training["simulated_s"] == pytest.approx(0.01)
-    assert len(table.claims) == 4
+    episodes_s = 2 * study.QUICK["episode_ms"] / 1e3
+    assert len(training["curve"]) == 2 and training["simulated_s"] == pytest.approx(episodes_s)
+    assert len(table.claims) == 5
+    # One seed: no claim gets a verdict, the learnability check included.
+    assert all(c.holds is None for c in table.claims)
+    (learned,) = results.select(experiment="learnability")
+    assert len(learned["static"]) == 32 and "bottleneck reward | ACC greedy" in rows
     assert "RDMA/TCP 7:1, RDMA share % | queue KB | Gb/s | ACC" in rows
     drawn = study.figures(results, tmp_path)
     assert [p.name for p in drawn] == ["acc_learning.png", "acc_queues.png"]

@@ -5,8 +5,10 @@ exploration, and the group acts and trains in one batched tensor operation.
 1. A learner's Q-network is an MLP (state -> hidden -> hidden -> one value per action);
    a group's networks are stacked weight tensors, so one `torch.baddbmm` per layer
    evaluates every learner on its own inputs.
-2. Acting: epsilon-greedy, epsilon = max(`epsilon_min`, `epsilon_start` x
-   `epsilon_decay`^steps), each learner's draw from the group's own generator.
+2. Acting: epsilon-greedy, each learner's epsilon = max(`epsilon_min`, `epsilon_start`
+   x `epsilon_decay`^visits), visits counting the times that learner acted (a queue
+   that stays idle keeps exploring when it first congests), each draw from the group's
+   own generator.
 3. Memory: each learner keeps its last `capacity` transitions (s, a, r, s') in a ring;
    a step stores one transition for every learner that acted.
 4. Training (`train_step`): each learner samples `batch` of its own transitions; the
@@ -99,13 +101,15 @@ class DoubleDqn:
         self.taken = np.zeros((learners, cap), dtype=np.int64)
         self.rewards = np.zeros((learners, cap), dtype=np.float32)
         self.stored = np.zeros(learners, dtype=np.int64)
+        self.visits = np.zeros(learners, dtype=np.int64)
         self.steps = 0
         self.train_steps = 0
 
     @property
-    def epsilon(self) -> float:
+    def epsilon(self) -> np.ndarray:
+        """Each learner's exploration rate now."""
         s = self.settings
-        return max(s.epsilon_min, s.epsilon_start * s.epsilon_decay**self.steps)
+        return np.maximum(s.epsilon_min, s.epsilon_start * s.epsilon_decay**self.visits)
 
     def q_values(self, states: np.ndarray) -> np.ndarray:
         """Each learner's action values for its state: (learners, state_dim) -> (learners,
@@ -114,13 +118,17 @@ class DoubleDqn:
             x = torch.as_tensor(states, dtype=torch.float32, device=self.device)[:, None, :]
             return self.online(x)[:, 0, :].cpu().numpy()
 
-    def act(self, states: np.ndarray, explore: bool = True) -> np.ndarray:
-        """An action per learner: greedy, or with probability epsilon a random one."""
+    def act(
+        self, states: np.ndarray, explore: bool = True, acting: np.ndarray | None = None
+    ) -> np.ndarray:
+        """An action per learner: greedy, or with probability its epsilon a random one.
+        `acting`: the learners that act now (default all); only their visits count."""
         greedy = self.q_values(states).argmax(axis=1)
         if not explore:
             return greedy
         self.steps += 1
         random = self.rng.random(self.learners) < self.epsilon
+        self.visits[slice(None) if acting is None else acting] += 1
         return np.where(random, self.rng.integers(self.actions, size=self.learners), greedy)
 
     def remember(
@@ -194,6 +202,7 @@ class DoubleDqn:
             "online": self.online.state_dict(),
             "shape": torch.tensor([self.learners, self.state_dim, self.actions]),
             "steps": torch.tensor(self.steps),
+            "visits": torch.as_tensor(self.visits),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -206,6 +215,8 @@ class DoubleDqn:
         self.online.load_state_dict(state["online"])
         self.target.load_state_dict(state["online"])
         self.steps = int(state["steps"])
+        if "visits" in state:
+            self.visits = state["visits"].numpy().astype(np.int64).copy()
 
 
 def _all_rows(x: torch.Tensor, index: torch.Tensor, learners: int) -> torch.Tensor:

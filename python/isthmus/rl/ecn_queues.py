@@ -7,16 +7,22 @@ deployment read queues the same way.
    40, 80, 160, 320} KB, Kmax 4 or 20 times Kmin, Pmax 1 % or 20 %, the sizes scaled
    by the queue's link rate / 25 Gb/s (the scaling DCQCN's production profile uses):
    32 templates spanning both static baselines' ranges.
-2. Observation, per control interval: the queue length (as a fraction of `queue_ref`,
-   capped at 4), the transmit rate and the transmit rate of ECN-marked packets (as
-   fractions of the link rate), the fraction of transmitted packets marked, and the
-   current template (its index over the number of templates); the last `history`
-   intervals side by side (k = 3 in ACC).
-3. Reward: beta x utilisation + (1 - beta) x q_ref / (q_ref + q), link utilisation
-   against queueing (ACC weighs the two; the queue term is 1 for an empty queue and
-   1/2 at `queue_ref`). The marked rate comes from the marks counted this interval
-   times the interval's mean dequeued packet size (the engine counts marks, not
-   marked bytes).
+2. Observation, per control interval: the interval's mean queue length (as a fraction
+   of `queue_ref`, capped at 4), the transmit rate and the transmit rate of ECN-marked
+   packets (as fractions of the link rate), the fraction of transmitted packets
+   marked, and the current template (its index over the number of templates); the
+   last `history` intervals side by side (k = 3 in ACC).
+3. Reward: beta x utilisation + (1 - beta) x (1 - log2(1 + q / q_ref)), link
+   utilisation against the interval's mean queue q (ACC weighs the two). The queue
+   term is 1 for an empty queue, 0 at `queue_ref` and keeps falling beyond it, so a
+   queue of megabytes still scores worse than one of hundreds of kilobytes (a term
+   that levels off, such as q_ref / (q_ref + q), scores them alike and leaves a
+   learner no gradient out of a standing queue).
+4. The interval's mean queue is Little's law on the engine's counters: the sojourn
+   times of the packets dequeued in it, summed, over its length, times their mean
+   size. A reading at one instant would see a DCQCN sawtooth at a random phase. The
+   marked rate comes from the marks counted this interval times the interval's mean
+   dequeued packet size (the engine counts marks, not marked bytes).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ FEATURES = 5
 # at 25 Gb/s, scaled with the link), a queue static settings already call congested.
 QUEUE_REF_BYTES_AT_25G = 100_000
 # The queue counters an observation reads.
-COUNTERS = ("queue_bytes", "dequeued", "dequeued_bytes", "aqm_marks")
+COUNTERS = ("queue_bytes", "dequeued", "dequeued_bytes", "aqm_marks", "sojourn_ps")
 KMIN_KB = (2, 5, 10, 20, 40, 80, 160, 320)
 KMAX_FACTORS = (4, 20)
 PMAX = (0.01, 0.2)
@@ -54,6 +60,11 @@ NUM_TEMPLATES = len(KMIN_KB) * len(KMAX_FACTORS) * len(PMAX)
 def queue_ref_bytes(rates_bps: np.ndarray) -> np.ndarray:
     """Each queue's reference length: `QUEUE_REF_BYTES_AT_25G` scaled by its link rate."""
     return QUEUE_REF_BYTES_AT_25G * np.asarray(rates_bps, dtype=np.float64) / REFERENCE_BPS
+
+
+def queue_term(queue_bytes: np.ndarray, queue_ref: np.ndarray) -> np.ndarray:
+    """The reward's queue term: 1 empty, 0 at `queue_ref`, falling without bound."""
+    return 1.0 - np.log2(1.0 + np.asarray(queue_bytes, dtype=np.float64) / queue_ref)
 
 
 class QueueObserver:
@@ -90,12 +101,9 @@ class QueueObserver:
     def observe(
         self, counters: dict[str, np.ndarray], elapsed_ps: int, template: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Reads the queues' counters (queue_bytes, dequeued, dequeued_bytes, aqm_marks)
-        after `elapsed_ps`; returns (states, rewards, utilisation)."""
-        now = {
-            k: counters[k].astype(np.float64) for k in ("dequeued", "dequeued_bytes", "aqm_marks")
-        }
-        queue = counters["queue_bytes"].astype(np.float64)
+        """Reads the queues' counters (`COUNTERS`) after `elapsed_ps`; returns (states,
+        rewards, utilisation)."""
+        now = {k: counters[k].astype(np.float64) for k in COUNTERS if k != "queue_bytes"}
         if self._last is None or elapsed_ps <= 0:
             delta = {k: np.zeros_like(v) for k, v in now.items()}
         else:
@@ -106,6 +114,7 @@ class QueueObserver:
         packets = np.maximum(delta["dequeued"], 1.0)
         marked_fraction = np.minimum(delta["aqm_marks"] / packets, 1.0)
         mean_packet = delta["dequeued_bytes"] / packets
+        queue = delta["sojourn_ps"] / max(elapsed_ps, 1) * mean_packet
         marked_rate = delta["aqm_marks"] * mean_packet * 8 / seconds / self.rates
         features = np.stack(
             [
@@ -119,7 +128,5 @@ class QueueObserver:
         ).astype(np.float32)
         self.window = np.concatenate([self.window[:, 1:], features[:, None, :]], axis=1)
         utilisation = np.minimum(tx_rate, 1.0)
-        rewards = self.beta * utilisation + (1 - self.beta) * self.queue_ref / (
-            self.queue_ref + queue
-        )
+        rewards = self.beta * utilisation + (1 - self.beta) * queue_term(queue, self.queue_ref)
         return self.states(), rewards.astype(np.float32), utilisation

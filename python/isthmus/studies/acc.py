@@ -45,16 +45,25 @@ from pathlib import Path
 import numpy as np
 
 from isthmus import _core
+from isthmus.compare import mean_interval
 from isthmus.control import ControlPlane, SwitchAgent
-from isthmus.control.apps.acc import Acc
+from isthmus.control.apps.acc import ACC_DQN, Acc
 from isthmus.experiments import Job, Results
-from isthmus.experiments.verdicts import better, cell
+from isthmus.experiments.verdicts import MIN_SEEDS, better, cell, refused
 from isthmus.network_metrics import arrived_bytes
 from isthmus.queues import Drr, Fq
+from isthmus.rl.ecn_queues import (
+    COUNTERS,
+    NUM_TEMPLATES,
+    QueueObserver,
+    queue_ref_bytes,
+    templates,
+)
 from isthmus.simulation import Simulation
 from isthmus.studies import Claim, StudyTable
 from isthmus.topology import Link, Topology
 from isthmus.transport import dcqcn_marker
+from isthmus.units import time_ps
 from isthmus.workload import size_distribution
 
 NAME = "acc"
@@ -66,8 +75,9 @@ MESSAGE_SIZES = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
 # The paper's end-to-end result at 60 % load: queue mean / std (KB).
 PAPER_QUEUE_60 = {"ACC": (5.6, 13.3), "SECN1": (20.4, 49.6), "SECN2": (37.5, 109.3)}
 FULL = {
+    "learn_ms": 3000.0,
     "episodes": 30,
-    "episode_ms": 10.0,
+    "episode_ms": 200.0,
     "phase_ms": 20.0,
     "message_ms": 500.0,
     "loads": (0.2, 0.6),
@@ -75,8 +85,9 @@ FULL = {
     "sharing_ms": 20.0,
 }
 QUICK = {
-    "episodes": 4,
-    "episode_ms": 5.0,
+    "learn_ms": 3000.0,
+    "episodes": 3,
+    "episode_ms": 20.0,
     "phase_ms": 4.0,
     "message_ms": 40.0,
     "loads": (0.6,),
@@ -118,10 +129,12 @@ def network(
     sample_interval: str | None = None,
     scheduler=None,
     size: FabricSize = TESTBED,
+    topology: Topology | None = None,
 ) -> Simulation:
-    """The study's network on a fabric of `size` (the testbed's by default)."""
+    """The study's network (hosts, buffers, PFC) on a fabric of `size` (the testbed's
+    by default), or on `topology`."""
     return Simulation(
-        fabric(size),
+        topology or fabric(size),
         seed=seed,
         host_queue="64MB",
         host_scheduler=Fq(kind="fq"),
@@ -132,6 +145,104 @@ def network(
         sample_interval=sample_interval,
         scheduler=scheduler,
     )
+
+
+LEARNABILITY_SPAN_MS = 50.0
+"""How long each template, and then the trained learner, is scored on the bottleneck."""
+BOTTLENECK_SENDERS = 4
+BOTTLENECK_FLOW_BYTES = 10**12
+"""Longer than any run: the senders stay backlogged."""
+
+
+def one_bottleneck(seed: int, senders: int = BOTTLENECK_SENDERS) -> Simulation:
+    """The known case: `senders` hosts each with one long DCQCN flow through one switch
+    into h0 at 25 Gb/s, on the study's buffers and PFC. Its best template is found by
+    holding each one (`static_sweep`)."""
+    hosts = [f"h{i}" for i in range(senders + 1)]
+    star = Topology.custom(hosts, ["s1"], [(h, "s1", Link("25Gbps", "1us")) for h in hosts])
+    sim = network(seed, topology=star)
+    for src in range(1, senders + 1):
+        sim.add_dcqcn_flow(src, 0, BOTTLENECK_FLOW_BYTES)
+    return sim
+
+
+class HoldTemplate(SwitchAgent):
+    """Holds one ECN template on every port and scores every queue each `interval` with
+    the learners' own reward (`rewards`, one array an interval, as `Acc.rewards`)."""
+
+    def __init__(self, switch, template: int, interval: str = "1ms"):
+        super().__init__(switch)
+        self.template, self.interval = template, interval
+        self.rewards: list[np.ndarray] = []
+
+    def on_start(self) -> None:
+        rates = self.switch.ports()["rate_bps"].astype(np.float64)
+        for port, rate in enumerate(rates):
+            kmin, kmax, pmax = templates(rate)[self.template]
+            self.switch.set_ecn(port, f"{kmin}B", f"{kmax}B", pmax)
+        self.observer = QueueObserver(rates, queue_ref_bytes(rates))
+        self.held = np.full(len(rates), self.template)
+        self.observer.observe(self._counters(), 0, self.held)
+        self.every(self.interval, self.step)
+
+    def _counters(self) -> dict[str, np.ndarray]:
+        return {k: v for k, v in self.switch.queues().items() if k in COUNTERS}
+
+    def step(self) -> None:
+        _, rewards, _ = self.observer.observe(self._counters(), time_ps(self.interval), self.held)
+        self.rewards.append(rewards)
+
+
+def bottleneck_reward(agent: SwitchAgent, sim: Simulation) -> float:
+    """The mean reward of the switch's queue towards h0, its first fifth (warm-up) left
+    out."""
+    port = int(np.flatnonzero(agent.switch.ports()["peer_node"] == sim.node_index("h0"))[0])
+    series = np.array([r[port] for r in agent.rewards])
+    return float(series[len(series) // 5 :].mean())
+
+
+def static_sweep(seed: int, span_ms: float) -> list[float]:
+    """Every template held on the bottleneck for `span_ms`: its reward, by template."""
+    scores = []
+    for template in range(NUM_TEMPLATES):
+        sim = one_bottleneck(seed)
+        plane = ControlPlane(sim)
+        (agent,) = plane.add_agents(HoldTemplate, template=template)
+        plane.run(f"{span_ms}ms")
+        scores.append(bottleneck_reward(agent, sim))
+    return scores
+
+
+def train_on_bottleneck(seed: int, train_ms: float) -> dict:
+    """ACC's learners trained online on the bottleneck for `train_ms`."""
+    sim = one_bottleneck(seed)
+    plane, (agent,) = control(sim, "ACC", None, seed, train=True)
+    plane.run(f"{train_ms}ms")
+    return {"models": models_json({agent.switch.name: agent.dqn.state_dict()})}
+
+
+def greedy_on_bottleneck(seed: int, span_ms: float, trained: dict) -> float:
+    """The trained learners acting greedily (no exploration, no training) on the
+    bottleneck for `span_ms`: the bottleneck queue's mean reward."""
+    sim = one_bottleneck(seed)
+    plane, (agent,) = control(sim, "ACC", trained, seed, train=False, greedy=True)
+    plane.run(f"{span_ms}ms")
+    return bottleneck_reward(agent, sim)
+
+
+def run_learnability(seed: int, train_ms: float, span_ms: float) -> dict:
+    """The known answer against what the learner found: the template sweep on held-out
+    traffic (another seed), and the learner trained on this seed then greedy there."""
+    held_out = seed + 1000
+    static = static_sweep(held_out, span_ms)
+    started = time.perf_counter()
+    trained = train_on_bottleneck(seed, train_ms)
+    train_wall = time.perf_counter() - started
+    return {
+        "static": static,
+        "greedy": greedy_on_bottleneck(held_out, span_ms, trained),
+        "train_wall_s": train_wall,
+    }
 
 
 class StaticEcn(SwitchAgent):
@@ -154,21 +265,25 @@ def control(
     seed: int,
     train: bool,
     classes: tuple[int, ...] = (0,),
+    greedy: bool = False,
 ):
     """Attaches the scheme (ACC's learners those of `trained`, a pre-training's result,
-    or untrained); returns the plane and its agents. Torch runs on one thread, its global
-    generator seeded from `seed`: a run does not depend on what ran before it."""
+    or untrained; `greedy`: never exploring); returns the plane and its agents. Torch
+    runs on one thread, its global generator seeded from `seed`: a run does not depend
+    on what ran before it."""
     plane = ControlPlane(sim)
     if scheme == "ACC":
         import torch
-
-        from isthmus.rl.ddqn import DqnSettings
 
         torch.set_num_threads(1)
         torch.manual_seed(seed)
         pretrained = None if trained is None else state_dicts(trained["models"])
         # Online after pre-training: exploration at its floor from the start.
-        settings = DqnSettings(epsilon_start=0.02) if pretrained is not None else DqnSettings()
+        settings = ACC_DQN
+        if greedy:
+            settings = settings.model_copy(update={"epsilon_start": 0.0, "epsilon_min": 0.0})
+        elif pretrained is not None:
+            settings = settings.model_copy(update={"epsilon_start": 0.02})
         agents = plane.add_agents(
             Acc, pretrained=pretrained, settings=settings, seed=seed, train=train, classes=classes
         )
@@ -220,29 +335,54 @@ def state_dicts(models: dict) -> dict:
 
 
 def pretrain(seed: int, episodes: int, episode_ms: float, size: FabricSize = TESTBED) -> dict:
-    """Offline pre-training on incast mixes on a fabric of `size`; returns the models
-    (which fit that fabric only) in JSON form, learning curve, cost."""
+    """Offline pre-training on incast mixes on a fabric of `size`, the episodes one run
+    of the same learners (weights, replay memory and exploration carry over); returns
+    the models (which fit that fabric only) in JSON form, the learning curve and the
+    cost. The curve is a greedy evaluation after each episode on one held-out incast
+    mix, over busy queues only (`busy_reward`)."""
     rng = np.random.default_rng([seed, 2021])
-    models = None
+    held_out = int(np.random.default_rng([seed, 2022]).integers(2**31))
+    learners: dict = {}
     curve, simulated, started = [], 0.0, time.perf_counter()
     for _ in range(episodes):
         sim = network(int(rng.integers(2**31)), size=size)
         incast_mix(sim, rng, 0.0, episode_ms / 1e3)
         plane, agents = control(sim, "ACC", None, seed, train=True)
-        if models is not None:
-            for agent in agents:
-                agent.pretrained = models
+        for agent in agents:
+            if agent.switch.name in learners:
+                agent.carry_on(learners[agent.switch.name])
         plane.run(f"{episode_ms}ms")
         simulated += episode_ms / 1e3
-        curve.append(float(np.mean([np.mean(a.rewards) for a in agents if a.rewards])))
-        models = {a.switch.name: a.dqn.state_dict() for a in agents}
+        learners = {a.switch.name: a.dqn for a in agents}
+        models = {"models": models_json({n: d.state_dict() for n, d in learners.items()})}
+        curve.append(greedy_on_incast(held_out, episode_ms, models, size))
     return {
-        "models": models_json(models),
+        **models,
         "curve": curve,
         "simulated_s": simulated,
         "wall_s": time.perf_counter() - started,
         "steps": int(sum(a.dqn.steps for a in agents)),
+        "busy_intervals": int(sum(np.sum(a.dqn.visits) for a in agents)),
     }
+
+
+def greedy_on_incast(seed: int, span_ms: float, trained: dict, size: FabricSize) -> float:
+    """The learners of `trained` acting greedily, without training, on the incast mix of
+    `seed`: their mean reward over busy queues."""
+    sim = network(seed, size=size)
+    incast_mix(sim, np.random.default_rng([seed, 2023]), 0.0, span_ms / 1e3)
+    plane, agents = control(sim, "ACC", trained, seed, train=False, greedy=True)
+    plane.run(f"{span_ms}ms")
+    return busy_reward(agents)
+
+
+def busy_reward(agents: list[Acc]) -> float:
+    """The agents' mean reward over their busy queues' intervals (an idle queue scores
+    its empty-queue term whatever its template: averaging it in measures the traffic,
+    not the learners); NaN when no queue was busy."""
+    busy = [r[b] for a in agents for r, b in zip(a.rewards, a.busy, strict=True)]
+    values = np.concatenate(busy) if busy else np.array([])
+    return float(values.mean()) if values.size else float("nan")
 
 
 def _cdf_sizes(name: str, n: int, seed: int, stream: int) -> np.ndarray:
@@ -407,7 +547,18 @@ def jobs(settings: dict, seeds: list[int]) -> list[Job]:
         given = {"seed": seed, "scheme": scheme, **params}
         return Job(experiment, scheme, seed, run, given, variant, needs)
 
-    out = list(training.values())
+    span = LEARNABILITY_SPAN_MS
+    out = [
+        Job(
+            "learnability",
+            "ACC",
+            s,
+            run_learnability,
+            {"seed": s, "train_ms": settings["learn_ms"], "span_ms": span},
+        )
+        for s in seeds
+    ]
+    out += list(training.values())
     for s in seeds:
         for scheme in SCHEMES:
             out.append(
@@ -550,6 +701,8 @@ def table(results: Results) -> StudyTable:
                     variant="load 60%",
                 )
             )
+    rows += _learnability_rows(results)
+    claims.append(_learnability_claim(results))
     training = results.select(experiment="training")
     notes = [
         "Heterogeneous rows: ours, mean switch-port queue (KB) | fabric utilisation (%) | "
@@ -559,9 +712,16 @@ def table(results: Results) -> StudyTable:
         f"Pre-training: {settings['episodes']} incast-mix episodes of "
         f"{settings['episode_ms']} ms, "
         f"{np.mean([t['simulated_s'] for t in training]):.3f} simulated s and "
-        f"{np.mean([t['wall_s'] for t in training]):.0f} wall s per seed; mean reward per "
-        "episode, first to last: "
+        f"{np.mean([t['wall_s'] for t in training]):.0f} wall s per seed, "
+        f"{np.mean([t['busy_intervals'] for t in training]):,.0f} busy learner-intervals; "
+        "greedy reward on a held-out incast mix over busy queues, after the first episode "
+        "-> after the last: "
         + ", ".join(f"{c[0]:.3f} -> {c[-1]:.3f}" for c in (t["curve"] for t in training) if c),
+        f"One bottleneck: {BOTTLENECK_SENDERS} long DCQCN flows through one switch into one "
+        f"25 Gb/s host; each of the {NUM_TEMPLATES} templates held for "
+        f"{LEARNABILITY_SPAN_MS:g} ms, and ACC trained online for "
+        f"{settings['learn_ms']:g} ms then greedy for {LEARNABILITY_SPAN_MS:g} ms, both on "
+        "held-out traffic (another seed); reward as the learners', warm-up fifth left out.",
     ]
     return StudyTable(
         title="ACC: learned ECN tuning against static ECN (SECN1, SECN2), DCQCN over PFC",
@@ -569,6 +729,56 @@ def table(results: Results) -> StudyTable:
         rows=rows,
         claims=claims,
         notes=notes,
+    )
+
+
+def _learnability_rows(results: Results) -> list[list[str]]:
+    runs = results.select(experiment="learnability")
+    best = [int(np.argmax(r["static"])) for r in runs]
+    shown = ", ".join(sorted({_template_label(t) for t in best}))
+    return [
+        [
+            "bottleneck reward | best static",
+            cell([max(r["static"]) for r in runs], 3),
+            shown,
+            "",
+            "",
+        ],
+        [
+            "bottleneck reward | median template",
+            cell([float(np.median(r["static"])) for r in runs], 3),
+            "",
+            "",
+            "",
+        ],
+        ["bottleneck reward | ACC greedy", cell([r["greedy"] for r in runs], 3), "", "", ""],
+    ]
+
+
+def _template_label(index: int) -> str:
+    kmin, kmax, pmax = templates(HOST_BPS)[index]
+    return f"#{index} ({kmin // 1000}/{kmax // 1000} KB, {pmax:.0%})"
+
+
+LEARNED_WITHIN = 0.01
+"""How close to the best static template's reward a learner must come."""
+
+
+def _learnability_claim(results: Results) -> Claim:
+    runs = results.select(experiment="learnability")
+    statement = (
+        f"On one bottleneck, ACC's greedy learner earns within {LEARNED_WITHIN} of the best "
+        "static template (the known answer, found by a sweep)"
+    )
+    gaps = [r["greedy"] - max(r["static"]) for r in runs]
+    if len(gaps) < MIN_SEEDS:
+        return refused(statement, {"seeds": len(gaps)})
+    mean, half = mean_interval(gaps)
+    return Claim(
+        statement,
+        mean - half > -LEARNED_WITHIN,
+        f"greedy − best static {mean:+.4f}, 95 % interval [{mean - half:+.4f}, "
+        f"{mean + half:+.4f}] over {len(gaps)} seeds",
     )
 
 
@@ -586,7 +796,7 @@ def figures(results: Results, folder: Path) -> list[Path]:
         curve = r["result"]["curve"]
         ax.plot(range(1, len(curve) + 1), curve, label=f"seed {r['seed']}")
     ax.set_xlabel("pre-training episode")
-    ax.set_ylabel("mean reward per interval")
+    ax.set_ylabel("greedy reward, held-out mix, busy queues")
     ax.set_title("ACC pre-training on incast mixes")
     drawn.append(_save(fig, ax, folder / "acc_learning.png"))
     fig, ax = plt.subplots(figsize=(6, 3.5))

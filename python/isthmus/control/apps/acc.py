@@ -4,21 +4,29 @@
 
 1. One `Acc` agent per switch; one learner per egress queue it tunes (every port, the
    traffic classes in `classes`), with its own Q-network (`isthmus.rl.ddqn`).
-2. Every `interval` the agent reads its own queues' counters and turns them into each
-   queue's observation and reward (`isthmus.rl.ecn_queues`: the last k = 3 intervals of
-   queue length, transmit rate, marked transmit rate, marked fraction and current
-   template; reward beta x utilisation + (1 - beta) x q_ref / (q_ref + q)).
+2. Every `interval` (1 ms) the agent reads its own queues' counters and turns them
+   into each queue's observation and reward (`isthmus.rl.ecn_queues`: the last k = 3
+   intervals of mean queue length, transmit rate, marked transmit rate, marked
+   fraction and current template; reward beta x utilisation + (1 - beta) x (1 -
+   log2(1 + q / q_ref))). A millisecond is tens of DCQCN rate-increase periods (55
+   us): a template's effect on the senders' rates shows within the interval it is
+   chosen in, which at 100 us it does not (learners then chase the last choice's
+   after-effects: on one bottleneck they settled 0.01-0.04 below the best template).
 3. It stores each queue's transition (previous observation, template chosen, reward,
    new observation) in that learner's memory.
-4. Idle queues are skipped: a queue whose length stayed below its template's Kmin, or
-   whose reward moved less than `flat` for 3 intervals, keeps its template and is
-   neither evaluated nor stored.
+4. Idle queues are skipped: a queue that sent nothing and held nothing for 3
+   intervals keeps its template and is neither evaluated nor stored. Only truly idle
+   ones: a queue held below Kmin by its own template, or earning a steady reward, is
+   still busy, and skipping it would freeze a learner on whatever it last chose (a
+   high Kmin picked while exploring, or a standing queue pinned by PFC).
 5. The other queues' learners choose a template, all at once (one batched evaluation
    per switch), epsilon-greedy; a changed template becomes one per-class ECN command
    (`SwitchHandle.set_ecn(..., traffic_class=c)`), which leaves queued packets and
    other classes alone.
-6. With `train` on, every `train_every` intervals each learner takes one Double-DQN step
-   on a batch of its memory.
+6. With `train` on, every `train_every` intervals (each, by default) each learner takes
+   one Double-DQN step on a batch of its memory. Learners discount with gamma 0.5
+   (`ACC_DQN`): a template's reward arrives within its interval, and a long horizon
+   mostly adds the noise of later exploratory choices.
 7. Every `share_every` intervals the agent pushes its learners' recent transitions to
    the global memory all agents share (`SwitchHandle.shared`) and pulls `pull` samples
    of it into each learner's memory (ACC's global experience replay).
@@ -31,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 from pydantic import Field
@@ -49,8 +57,13 @@ from isthmus.rl.ecn_queues import (
 from isthmus.rl.settings import MAX_CAPACITY, DqnSettings
 from isthmus.units import time_ps
 
+if TYPE_CHECKING:  # PyTorch is imported when an agent starts, not with the app
+    from isthmus.rl.ddqn import DoubleDqn
+
 GLOBAL_MEMORY = "acc-global-memory"
 IDLE_INTERVALS = 3
+ACC_DQN = DqnSettings(gamma=0.5)
+"""ACC's learner settings where none are given."""
 # Intervals an observation looks back over, at most (ACC's k is 3).
 MAX_HISTORY = 64
 # The replay memory of one switch's learners, in bytes.
@@ -63,15 +76,14 @@ class Acc(SwitchAgent):
         self,
         switch: SwitchHandle,
         *,
-        interval: Period = "100us",
+        interval: Period = "1ms",
         classes: Annotated[Sequence[TrafficClass], Field(min_length=1)] = (0,),
         train: bool = True,
-        train_every: Annotated[int, Field(ge=1, lt=2**31)] = 4,
+        train_every: Annotated[int, Field(ge=1, lt=2**31)] = 1,
         share_every: Annotated[int, Field(ge=1, lt=2**31)] = 50,
         pull: Annotated[int, Field(ge=0, le=MAX_CAPACITY)] = 4,
         history: Annotated[int, Field(ge=1, le=MAX_HISTORY)] = 3,
         beta: Fraction = 0.5,
-        flat: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-3,
         initial_template: Annotated[int, Field(ge=0, lt=NUM_TEMPLATES)] | None = None,
         settings: DqnSettings | None = None,
         pretrained: dict | None = None,
@@ -79,7 +91,7 @@ class Acc(SwitchAgent):
     ):
         super().__init__(switch)
         self.interval = time_ps(interval)
-        settings = settings or DqnSettings()
+        settings = settings or ACC_DQN
         # Every queue the agent may tune has a learner whose replay memory holds
         # `capacity` transitions of two observations (4 bytes a feature) each.
         learners = switch.num_ports * len(set(classes))
@@ -94,7 +106,7 @@ class Acc(SwitchAgent):
         self.classes = tuple(classes)
         self.train, self.train_every = train, train_every
         self.share_every, self.pull = share_every, pull
-        self.history, self.beta, self.flat = history, beta, flat
+        self.history, self.beta = history, beta
         self.initial_template = initial_template
         self.settings = settings
         self.pretrained = pretrained
@@ -102,11 +114,15 @@ class Acc(SwitchAgent):
         self.steps = 0
         self.decisions = 0
         self.skipped = 0
+        self._carried: DoubleDqn | None = None
         self.losses: list[float] = []
-        self.rewards: list[float] = []
+        self.rewards: list[np.ndarray] = []
+        """Each interval's reward of every queue (idle ones included)."""
+        self.busy: list[np.ndarray] = []
+        """Each interval's mask of the queues that were not idle."""
 
     def on_start(self) -> None:
-        from isthmus.rl.ddqn import DoubleDqn, GlobalMemory
+        from isthmus.rl.ddqn import GlobalMemory
 
         ports = self.switch.ports()
         queues = self.switch.queues()
@@ -125,26 +141,43 @@ class Acc(SwitchAgent):
             rates, queue_ref_bytes(rates), history=self.history, beta=self.beta
         )
         switch_seed = [self.seed, *self.switch.name.encode()]
-        self.dqn = DoubleDqn(
+        carried, self._carried = self._carried, None
+        if carried is not None:
+            self.dqn = carried
+            self._check_fits(carried.learners, carried.state_dim, carried.actions)
+        else:
+            self.dqn = self._new_learners(switch_seed)
+        if self.pretrained is not None:
+            self._load(self.pretrained)
+        self.memory = self.switch.shared(GLOBAL_MEMORY, lambda: GlobalMemory(seed=self.seed))
+
+        start = self.initial_template
+        self.template = np.full(len(self._rows), start if start is not None else 0, dtype=int)
+        self._previous: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._idle_for = np.zeros(len(self._rows), dtype=int)
+        self._dequeued = self._counters()["dequeued"].copy()
+        for learner in range(len(self._rows)):
+            self._apply(learner)
+        self.observer.observe(self._counters(), 0, self.template)
+        self.every(self.interval, self.step)
+
+    def carry_on(self, learners: DoubleDqn) -> None:
+        """Before the run starts: go on with `learners` (another run's `dqn`, on the
+        same switch of the same fabric) rather than new ones: their weights, target
+        networks, optimizer, replay memory and exploration carry over. Pre-training
+        episodes are one training run this way, as the paper's offline training is."""
+        self._carried = learners
+
+    def _new_learners(self, switch_seed: list[int]) -> DoubleDqn:
+        from isthmus.rl.ddqn import DoubleDqn
+
+        return DoubleDqn(
             len(self._rows),
             self.observer.state_dim,
             NUM_TEMPLATES,
             self.settings,
             seed=int(np.random.default_rng(switch_seed).integers(2**31)),
         )
-        if self.pretrained is not None:
-            self._load(self.pretrained)
-        self.memory = self.switch.shared(GLOBAL_MEMORY, lambda: GlobalMemory(seed=self.seed))
-        start = self.initial_template
-        self.template = np.full(len(self._rows), start if start is not None else 0, dtype=int)
-        self._previous: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._flat_for = np.zeros(len(self._rows), dtype=int)
-        self._last_reward = np.zeros(len(self._rows), dtype=np.float32)
-        self._below_kmin_for = np.zeros(len(self._rows), dtype=int)
-        for learner in range(len(self._rows)):
-            self._apply(learner)
-        self.observer.observe(self._counters(), 0, self.template)
-        self.every(self.interval, self.step)
 
     def _load(self, pretrained: dict) -> None:
         """This switch's learners from `pretrained` (see `read_models`), refused with
@@ -156,29 +189,34 @@ class Acc(SwitchAgent):
                 f"{', '.join(sorted(pretrained))}: they come from another fabric"
             )
         state = pretrained[name]
-        saved = tuple(int(v) for v in state["shape"])
-        here = (self.dqn.learners, self.dqn.state_dim, self.dqn.actions)
-        if saved != here:
-            queues, features, actions = saved
-            differences = []
-            if queues != here[0]:
-                differences.append(
-                    f"they tune {queues} egress queues, this switch has {here[0]} ("
-                    f"{self.switch.num_ports} ports x classes {self.classes}): they were "
-                    f"trained on a fabric where '{name}' has {queues} queues"
-                )
-            if features != here[1]:
-                differences.append(
-                    f"they observe {features // FEATURES} intervals (history), this agent "
-                    f"{self.history}"
-                )
-            if actions != here[2]:
-                differences.append(f"they choose among {actions} templates, not {here[2]}")
-            raise ValueError(
-                f"the pretrained learners for switch '{name}' do not fit it: "
-                f"{'; '.join(differences)}; pretrain on this fabric and these settings"
-            )
+        self._check_fits(*(int(v) for v in state["shape"]))
         self.dqn.load_state_dict(state)
+
+    def _check_fits(self, queues: int, features: int, actions: int) -> None:
+        """Refuses learners made for other queues, history or templates than this
+        agent's, naming what differs."""
+        name = self.switch.name
+        here = (len(self._rows), self.observer.state_dim, NUM_TEMPLATES)
+        if (queues, features, actions) == here:
+            return
+        differences = []
+        if queues != here[0]:
+            differences.append(
+                f"they tune {queues} egress queues, this switch has {here[0]} ("
+                f"{self.switch.num_ports} ports x classes {self.classes}): they were "
+                f"trained on a fabric where '{name}' has {queues} queues"
+            )
+        if features != here[1]:
+            differences.append(
+                f"they observe {features // FEATURES} intervals (history), this agent "
+                f"{self.history}"
+            )
+        if actions != here[2]:
+            differences.append(f"they choose among {actions} templates, not {here[2]}")
+        raise ValueError(
+            f"the pretrained learners for switch '{name}' do not fit it: "
+            f"{'; '.join(differences)}; pretrain on this fabric and these settings"
+        )
 
     @property
     def learners(self) -> int:
@@ -201,24 +239,22 @@ class Acc(SwitchAgent):
     def step(self) -> None:
         counters = self._counters()
         states, rewards, _ = self.observer.observe(counters, self.interval, self.template)
-        self.rewards.append(float(rewards.mean()))
         if self._previous is not None:
             acted, before, chosen = self._previous
             if acted.size:
                 self.dqn.remember(
                     acted, before[acted], chosen[acted], rewards[acted], states[acted]
                 )
-        kmin = np.array([t[i][0] for t, i in zip(self.templates, self.template, strict=True)])
-        below = counters["queue_bytes"] < kmin
-        self._below_kmin_for = np.where(below, self._below_kmin_for + 1, 0)
-        flat = np.abs(rewards - self._last_reward) < self.flat
-        self._flat_for = np.where(flat, self._flat_for + 1, 0)
-        self._last_reward = rewards
-        idle = (self._below_kmin_for >= IDLE_INTERVALS) | (self._flat_for >= IDLE_INTERVALS)
+        quiet = (counters["dequeued"] == self._dequeued) & (counters["queue_bytes"] == 0)
+        self._dequeued = counters["dequeued"].copy()
+        self._idle_for = np.where(quiet, self._idle_for + 1, 0)
+        idle = self._idle_for >= IDLE_INTERVALS
         acting = np.flatnonzero(~idle)
         self.skipped += int(idle.sum())
+        self.rewards.append(rewards)
+        self.busy.append(~idle)
         if acting.size:
-            chosen = self.dqn.act(states)
+            chosen = self.dqn.act(states, acting=acting)
             changed = acting[chosen[acting] != self.template[acting]]
             self.template[acting] = chosen[acting]
             for learner in changed:
