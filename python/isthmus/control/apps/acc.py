@@ -11,7 +11,7 @@
    log2(1 + q / q_ref))). A millisecond is tens of DCQCN rate-increase periods (55
    us): a template's effect on the senders' rates shows within the interval it is
    chosen in, which at 100 us it does not (learners then chase the last choice's
-   after-effects: on one bottleneck they settled 0.01-0.04 below the best template).
+   after-effects: on one bottleneck they settled 0.008-0.016 below the best template).
 3. It stores each queue's transition (previous observation, template chosen, reward,
    new observation) in that learner's memory.
 4. Idle queues are skipped: a queue that sent nothing and held nothing for 3
