@@ -17,6 +17,7 @@ NAME = "toy"
 TITLE = "a toy study"
 FULL = {"draws": 50, "schemes": ["fast", "slow"], "sleep_s": 0.0}
 QUICK = {"draws": 20, "schemes": ["fast", "slow"], "sleep_s": 0.0}
+DEPARTURES = ()
 
 
 def draw(scheme: str, seed: int, draws: int, sleep_s: float) -> dict:

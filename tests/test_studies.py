@@ -1,6 +1,7 @@
 """The no-silver-bullet study holds its claims, and studies are found by discovery."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -101,3 +102,27 @@ def test_a_claim_judged_on_numpy_figures_holds_a_plain_boolean():
     claim = Claim("A beats B", np.float64(2.0) > np.float64(1.0), "2 > 1")
     assert type(claim.holds) is bool
     assert json.loads(json.dumps(claim.__dict__))["holds"] is True
+
+
+@pytest.mark.parametrize("name", ["acc", "diolkos", "ibcn", "nosilverbullet", "ofpt"])
+def test_every_study_declares_its_departures_in_code_and_in_its_docs(name):
+    """A verdict rests on the paper's setup: each study lists how its setup differs,
+    and its docs carry the same table."""
+    from isthmus.studies import departures_markdown
+
+    module = studies.study(name)
+    assert len(module.DEPARTURES) >= 1
+    doc = (Path(__file__).parents[1] / "docs" / f"{name}.md").read_text()
+    assert departures_markdown(module.DEPARTURES) in doc, (
+        f"docs/{name}.md lacks the departures table its module declares; paste "
+        "isthmus.studies.departures_markdown(module.DEPARTURES)"
+    )
+
+
+def test_a_departure_names_its_aspect_and_says_what_and_why():
+    from isthmus.studies import Departure
+
+    with pytest.raises(ValueError, match="aspect is one of"):
+        Departure("colour", "a", "b", "c")
+    with pytest.raises(ValueError, match="says why"):
+        Departure("topology", "a", "b", " ")

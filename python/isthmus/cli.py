@@ -828,7 +828,9 @@ def reproduce(
 
 
 def _show_study(module, results, json_out: Path | None, figures: Path | None) -> None:
-    shown = module.table(results)
+    from dataclasses import replace
+
+    shown = replace(module.table(results), departures=list(module.DEPARTURES))
     table = Table(title=shown.title)
     for i, column in enumerate(shown.columns):
         table.add_column(
@@ -839,6 +841,15 @@ def _show_study(module, results, json_out: Path | None, figures: Path | None) ->
     console.print(table)
     for note in shown.notes:
         console.print(_literal(note))
+    if shown.departures:
+        departures = Table(
+            "aspect", "paper", "here", "sensitivity", title="departures from the paper"
+        )
+        for d in shown.departures:
+            departures.add_row(
+                *(_literal(v) for v in (d.aspect, d.paper, d.ours, d.sensitivity or "-"))
+            )
+        console.print(departures)
     marks = {True: "[bold green]holds[/]", False: "[bold red]does not hold[/]"}
     for claim in shown.claims:
         mark = marks.get(claim.holds, "[bold yellow]no verdict[/]")

@@ -4,6 +4,8 @@ A study module exposes:
 
 - `NAME`: what `isthmus reproduce NAME` calls it;
 - `TITLE`: one line saying what it reproduces;
+- `DEPARTURES`: every way its setup differs from the paper's (`Departure`), also in its
+  docs (`departures_markdown`) and its `--json`;
 - `FULL`, `QUICK`: its settings (JSON values), in full and reduced (`--quick`: under
   two minutes on one core);
 - `jobs(settings, seeds) -> list[isthmus.experiments.Job]`: its independent units of
@@ -46,6 +48,58 @@ class Claim:
         return {True: "holds", False: "does not hold", None: "no verdict"}[self.holds]
 
 
+ASPECTS = (
+    "topology",
+    "control scope",
+    "packet size",
+    "traffic",
+    "transport",
+    "baseline",
+    "decision rule",
+    "metric",
+    "training data",
+    "time scale",
+    "run length",
+)
+"""What a departure from a paper's setup may concern."""
+
+
+@dataclass(frozen=True)
+class Departure:
+    """One way a study's setup differs from its paper's: what the paper did, what the
+    study does, why, and where the difference could change a verdict, the rows that
+    run the paper's setting beside ours (`sensitivity`: their label, or why none is
+    run)."""
+
+    aspect: str
+    paper: str
+    ours: str
+    why: str
+    sensitivity: str = ""
+
+    def __post_init__(self) -> None:
+        if self.aspect not in ASPECTS:
+            raise ValueError(
+                f"a departure's aspect is one of {', '.join(ASPECTS)}, not {self.aspect!r}"
+            )
+        empty = [name for name in ("paper", "ours", "why") if not getattr(self, name).strip()]
+        if empty:
+            raise ValueError(f"a departure says {', '.join(empty)}")
+
+
+def departures_markdown(departures: tuple[Departure, ...]) -> str:
+    """The departures as the Markdown table a study's docs carry (`tests/test_studies.py`
+    holds the docs to it)."""
+    lines = [
+        "| Aspect | Paper | Here | Why | Sensitivity |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for d in departures:
+        cells = (d.aspect, d.paper, d.ours, d.why, d.sensitivity or "-")
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class StudyTable:
     title: str
@@ -53,6 +107,7 @@ class StudyTable:
     rows: list[list[str]]
     claims: list[Claim] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    departures: list[Departure] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -76,7 +131,7 @@ class StudyTable:
         )
 
 
-REQUIRED = ("NAME", "TITLE", "FULL", "QUICK", "jobs", "table")
+REQUIRED = ("NAME", "TITLE", "DEPARTURES", "FULL", "QUICK", "jobs", "table")
 
 
 def available() -> dict[str, ModuleType]:
