@@ -13,14 +13,14 @@ settings DCQCN deployments use.
 2. Schemes: SECN1 (Kmin 5 KB, Kmax 200 KB, Pmax 1 %: the DCQCN paper), SECN2 (Kmin
    100 KB, Kmax 400 KB scaled by link rate / 25 Gb/s, Pmax 20 %: the production
    profile), and ACC (`isthmus.control.apps.acc`: an agent per switch, a learner per
-   egress queue, 100 us control interval).
+   egress queue, 1 ms control interval).
 3. ACC's learners are pre-trained offline on incast mixes (each episode: p senders in
    [2, 23], q flows in [1, 1000], sizes log-uniform in 10 KB-10 MB, offered load 10-90 %
    of the receiver's link) in a job of their own per seed, whose result (stored as
    JSON) holds the models; ACC's evaluation jobs load that seed's and go on learning
    online (epsilon at its floor) on traffic they were not trained on:
    a. Heterogeneous traffic whose mix changes every phase (the paper: every 100 s;
-      here every 10 ms): web search at 40 % load, data mining at 70 %, then 8-to-1
+      here every 20 ms): web search at 40 % load, data mining at 70 %, then 8-to-1
       incast bursts of 500 KB; all-to-all random pairs. Measured: the mean switch queue
       and fabric utilisation over time, and the phases' goodput.
    b. Two senders to one receiver, messages of 1 KB, 10 KB, 100 KB, 1 MB and 10 MB in
@@ -60,7 +60,7 @@ from isthmus.rl.ecn_queues import (
     templates,
 )
 from isthmus.simulation import Simulation
-from isthmus.studies import Claim, StudyTable
+from isthmus.studies import Claim, Departure, StudyTable
 from isthmus.topology import Link, Topology
 from isthmus.transport import dcqcn_marker
 from isthmus.units import time_ps
@@ -68,6 +68,98 @@ from isthmus.workload import size_distribution
 
 NAME = "acc"
 TITLE = "ACC (Yan et al.): multi-agent Double DQN tuning ECN, against static ECN (SECN1, SECN2)"
+DEPARTURES = (
+    Departure(
+        "topology",
+        "64 servers",
+        "24 servers: 2 spines, 4 leaves of 6 servers at 25 Gb/s, 2 x 100 Gb/s from each "
+        "leaf to each spine; pre-training incasts therefore have at most 23 senders",
+        "The testbed's two-tier Clos as this study builds it (FabricSize); a larger "
+        "fabric multiplies the learners and the traffic to simulate, and learners "
+        "pre-trained on one size fit that size only",
+        "not run",
+    ),
+    Departure(
+        "topology",
+        "Dual-homed servers",
+        "Single-homed servers: one 25 Gb/s link each",
+        "Left out (docs/acc.md, 'Not done')",
+        "not run",
+    ),
+    Departure(
+        "time scale",
+        "The heterogeneous traffic changes mix every 100 s",
+        "Every 20 ms (--quick: 4 ms); each phase still thousands of round trips at these rates",
+        "Simulated time: 100 s phases of a 24-server fabric at 25-100 Gb/s, three schemes "
+        "and five seeds, are far beyond this study's budget",
+        "not run",
+    ),
+    Departure(
+        "time scale",
+        "No control interval given for its switch CPUs",
+        "1 ms: each queue's learner observes, acts and trains once a millisecond",
+        "A millisecond is tens of DCQCN rate-increase periods and CNP intervals, so a "
+        "template's effect shows within the interval that chose it; on the bottleneck, "
+        "learners at 100 us settled 0.008-0.016 below the best template, at 1 ms within "
+        "0.0003 (a one-off comparison, docs/acc.md)",
+        "not run (the 100 us against 1 ms comparison is not a row of the study)",
+    ),
+    Departure(
+        "training data",
+        "One model trained offline for hours, installed on every switch",
+        "Per seed, 30 pre-training episodes of 200 ms on random incast mixes (6 simulated "
+        "s, about 106 wall s; about 3,300 busy intervals for each of 56 learners), then "
+        "online learning with epsilon at its floor on the evaluation traffic; the RDMA/TCP "
+        "sharing runs learn online from scratch",
+        "Cost on this project's 2-core machine. Pre-training does not yet improve the "
+        "learners on held-out traffic, so the fabric rows test an undertrained ACC",
+        "not run (the 'bottleneck reward' rows train 3 simulated s online on one switch: a "
+        "check that the learner finds a known best template, not the paper's training)",
+    ),
+    Departure(
+        "control scope",
+        "One learned model shared by every switch",
+        "A learner (its own Q-network, target network, replay memory and epsilon) per "
+        "egress queue, stacked per switch; a global memory shares transitions between "
+        "switches",
+        "Queues of different rates and classes learn separately without link rate or "
+        "class in the state; one network per switch or for all is listed as not done",
+        "not run",
+    ),
+    Departure(
+        "decision rule",
+        "A reward weighing utilisation against queue length, in no form this study could place",
+        "0.5 x utilisation + 0.5 x (1 - log2(1 + q / q_ref)), q the interval's mean queue, "
+        "q_ref = 100 KB x link rate / 25 Gb/s: 1 for a full link with an empty queue, 0.5 "
+        "at q_ref, still falling for megabyte queues",
+        "A queue term that keeps falling lets a learner in a deep queue see a better "
+        "choice nearby (the earlier q_ref / (q_ref + q) levelled off). The results depend "
+        "on this weighting, which was not tuned against the paper's figures",
+        "not run",
+    ),
+    Departure(
+        "metric",
+        "The congested ToR port's queue and utilisation",
+        "The mean queue over every switch port and the fabric links' utilisation "
+        "(heterogeneous traffic); the bottleneck port's queue only in the two-sender runs",
+        "Not yet measured per congested port (docs/acc.md, 'Not done'); an average over "
+        "mostly idle ports may dilute a difference between schemes",
+        "not run",
+    ),
+    Departure(
+        "baseline",
+        "Static ECN settings SECN1 and SECN2 on the fabric, and a static-threshold sweep "
+        "whose throughput/latency trade-off is the premise (Fig. 2)",
+        "SECN1 and SECN2 only; no best-static row (the sweep's winner on training "
+        "traffic, evaluated on test traffic) on the fabric. The sweep runs on one "
+        "bottleneck only, where the lowest Kmin costs no throughput, the opposite of "
+        "Fig. 2",
+        "Not built yet (docs/acc.md, 'Not done'). Without it, ACC against SECN1 and SECN2 "
+        "does not say whether learning beats the best fixed template",
+        "not run on the fabric ('bottleneck reward | best static' and 'bottleneck reward "
+        "| median template' are the 32-template sweep on one switch)",
+    ),
+)
 
 SCHEMES = ("SECN1", "SECN2", "ACC")
 HOST_BPS = 25e9

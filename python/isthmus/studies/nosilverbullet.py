@@ -9,7 +9,9 @@ the authors' ns-2 scripts set them up:
 1. Links: a fixed 15 Mbit/s bottleneck, or the Verizon LTE downlink trace (the one
    shipped: mahimahi's Verizon-LTE-short, 140 s long, 5.0 Mbit/s on average, replayed
    in a loop; the paper's 1000 s Sprout trace is not available here) with ACKs back over
-   a fixed 100 Mbit/s reverse path. Buffers effectively unlimited (100,000 packets),
+   a fixed 100 Mbit/s reverse path; the same 150 ms minimum RTT as the fixed link,
+   where the scripts' LTE runs have about 302 ms (`DEPARTURES` lists every way this
+   set-up differs from the scripts). Buffers effectively unlimited (100,000 packets),
    receive window unlimited.
 2. Configurations: CoDel+FCFS (one FIFO under CoDel, 5 ms target, 100 ms interval),
    CoDel+FQ (fair queueing, each flow's queue under CoDel), Bufferbloat+FQ (the same
@@ -52,13 +54,103 @@ from isthmus.experiments import Job, Results
 from isthmus.experiments.verdicts import better, better_pooled, cell
 from isthmus.queues import CoDel, DropTail, Fq, StrictPriority
 from isthmus.simulation import Simulation
-from isthmus.studies import Claim, StudyTable
+from isthmus.studies import Claim, Departure, StudyTable
 from isthmus.topology import Link, Topology
 from isthmus.transport import TcpParams
 from isthmus.workload import size_distribution
 
 NAME = "nosilverbullet"
 TITLE = 'Sivaraman et al., "No Silver Bullet: Extending SDN to the Data Plane" (HotNets 2013)'
+DEPARTURES = (
+    Departure(
+        "traffic",
+        "The LTE runs (1a, 2a, 3a, 3b) replay Sprout's 1000 s verizon4g downlink trace",
+        "mahimahi's Verizon-LTE-short downlink: 140 s long, 5.0 Mbit/s on average, "
+        "replayed in a loop",
+        "Sprout's trace is not available here; Verizon-LTE-short is the Verizon LTE "
+        "downlink trace bundled with isthmus (isthmus.link_traces)",
+        "not run",
+    ),
+    Departure(
+        "topology",
+        "In the scripts' LTE runs the bottleneck's delay applies in both directions: "
+        "about 302 ms minimum RTT",
+        "150 ms minimum RTT on the LTE link as on the fixed one (74 ms each way on the "
+        "bottleneck, 1 ms access link); the interactive score adds 75 ms for the way back "
+        "on both links",
+        "The study uses one topology for both links (the fixed link's delays); not yet "
+        "changed to the scripts' LTE delay. The minimum RTT bears on every LTE result: "
+        "window growth, CoDel's 100 ms interval against the RTT, the interactive score",
+        "not run",
+    ),
+    Departure(
+        "traffic",
+        "Web page sizes from the Allman/ICSI table (tcl/ex/congctrl/flowcdf-allman-icsi.tcl "
+        "in the authors' ns-2 repository: 90th percentile 30 KB, largest 3.3 GB), plus "
+        "16,384 B",
+        "The bundled Facebook web-server distribution (meta_webserver_all__parsimon) plus "
+        "the scripts' 16,384 B: 90th percentile 79 KB, largest 19.8 MB",
+        "The Allman/ICSI table is not bundled with isthmus. The two differ in both body and "
+        "tail, and the web tail (99.9th percentile page time) is set by the tail",
+        "not run",
+    ),
+    Departure(
+        "run length",
+        "1a and 1b run 1000 s, 2a, 2b, 3a and 3b 250 s",
+        "100 s a run in every experiment (--quick: 20 s)",
+        "Cost: 1b and 2a run 74 seeds at three configurations each; at 100 s the full "
+        "study takes about 2.5 minutes here. Shorter runs hold fewer pages a seed and "
+        "weigh the first second's start-up more",
+        "not run",
+    ),
+    Departure(
+        "metric",
+        "A page ends when its sender receives the ACK of its last byte; bulk throughput "
+        "counts the 50 B of headers of every packet",
+        "A page ends (and its OFF period starts) when the receiver has its last byte, "
+        "about one way (75 ms here) before its ACK reaches the sender; bulk throughput "
+        "counts payload only, 1210 of every 1260 B the scripts would count: 4 % below "
+        "their measure for the same packets",
+        "The engine's message and flow counters measure what the receiver got. If the "
+        "slides' bulk cells (3.9, 11.2 Mbit/s) were measured as the scripts measure, they "
+        "count headers and ours do not",
+        "not run",
+    ),
+    Departure(
+        "transport",
+        "ns-2's TCP (as Linux by default) restarts its window after an idle period longer "
+        "than its RTO (slow-start restart)",
+        "The hosts' TCP does not (TcpParams' slow_start_after_idle is off, the engine's "
+        "default; the linux profile has it on): a web connection keeps the window of its "
+        "last page across OFF periods (mean 0.2 s, near the 200 ms minimum RTO)",
+        "The study's TcpParams list the scripts' parameters and leave this one at the "
+        "engine's default. Without the restart, pages that follow an OFF period longer "
+        "than the RTO finish sooner than in the scripts, which bears on the web tails of "
+        "1b and 2a",
+        "not run",
+    ),
+    Departure(
+        "packet size",
+        "1210 B segments with 50 B of headers",
+        "1210 B segments with 40 B of headers",
+        "The engine's TCP/IP header is 40 B; the difference is 0.8 % of a packet",
+        "not run",
+    ),
+    Departure(
+        "decision rule",
+        "Stochastic fair queueing with 1024 bins",
+        "A queue per flow",
+        "With at most two flows, two share a bin with probability 1/1024",
+        "not run",
+    ),
+    Departure(
+        "traffic",
+        "The scripts' long-running flows do not start at random",
+        "Bulk and interactive flows start at random in the first second",
+        "So that seeds differ",
+        "not run",
+    ),
+)
 
 CODEL = CoDel(kind="codel", target="5ms", interval="100ms")
 UNLIMITED = "100000pkts"
