@@ -218,6 +218,51 @@ def test_a_short_study_run_measures_within_the_links():
     assert 0 < result["goodput_mbps"] <= 300
     assert result["loops"] == 0 and result["failed_flows"] == 0
     assert result["flows"] > 150  # 10 flows/s over 40 s
+    # The paper's partial control: Diolkos on the host-less switches only, which on our
+    # ring have no loop-free alternative port, so nothing moves.
+    assert result["diolkos_on"] == ["r1", "r4"] and result["moves"] == 0
+
+
+def test_the_rings_run_the_paper_s_partial_control_on_the_switches_with_no_host():
+    """Table 2: 'in ring topologies, Diolkos will only partially control the Tofino
+    switches (switches with no host)'."""
+    for ring in ("2a", "2b"):
+        assert study.STUDIES[ring]["control"] == "partial"
+        sim, partial, switches = study.study_network(ring, 1, 20.0)
+        assert partial == study.hostless_switches(sim) == ["r1", "r4"]
+        assert switches == ["r0", "r1", "r2", "r3", "r4"]
+    # The mesh's partial control stays the scenario's Tofino switches (t1b, t2b have hosts).
+    _, partial, _ = study.study_network("1a", 1, 20.0)
+    assert partial == ["t1a", "t1b", "t2a", "t2b", "t3a", "t3b", "t4a", "t4b"]
+    # Full control, asked for, puts Diolkos on every switch.
+    full = study.paper_run("2a", "ewma", 1, 30.0, 5.0, control="full")
+    assert full["diolkos_on"] == switches
+    with pytest.raises(ValueError, match="control is 'partial' or 'full'"):
+        study.paper_run("2a", "ewma", 1, 30.0, 5.0, control="some")
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_the_ring_jobs_run_partial_control_and_label_the_full_control_rows(quick):
+    settings = study.QUICK if quick else study.FULL
+    paper = [job for job in study.jobs(settings, [1, 2]) if job.experiment == "paper"]
+    rings = {"2a", "2b"} & set(settings["studies"])
+    assert rings, "a ring study runs"
+    for job in paper:
+        if job.variant in study.STUDIES:
+            # A study's own rows: its control as the paper's Table 2 has it.
+            assert job.params["study"] == job.variant
+            assert job.params["control"] == study.STUDIES[job.variant]["control"]
+        else:
+            # The sensitivity rows say what they are in their label.
+            assert job.variant == job.params["study"] + " full control"
+            assert job.params["study"] in rings and job.params["control"] == "full"
+            # Base and static run no Diolkos: the study's own rows serve.
+            assert job.scheme not in ("base", "static")
+    for ring in rings:
+        controls = {job.params["control"] for job in paper if job.params["study"] == ring}
+        assert controls == {"partial", "full"}
+        mains = {job.scheme for job in paper if job.variant == ring}
+        assert mains == set(settings["schemes"])
 
 
 def _study_results(seeds: list[int]) -> Results:
@@ -225,7 +270,8 @@ def _study_results(seeds: list[int]) -> Results:
     scheme's figure plus a spread over seeds."""
     per_port = {
         "1a": {"base": 1.9, "ewma": 2.0, "dense": 2.0},
-        "2a": {"base": 5.8, "ewma": 6.2, "dense": 6.7},
+        "2a": {"base": 5.8, "ewma": 5.9, "dense": 5.85},
+        "2a full control": {"ewma": 6.2, "dense": 6.7},
     }
     surge = {"static": 20.0, "ewma": 25.0, "dense": 29.0, "oracle": 30.0}
     scores = {"mae_pct": 1.0, "sdae_pct": 2.0}
@@ -252,7 +298,7 @@ def _study_results(seeds: list[int]) -> Results:
             "inference_s": [0.0003] if dense else [],
         }
 
-    # Studies 1a and 2a, schemes base, EWMA and Dense.
+    # Studies 1a, 2a and 2a under full control, schemes base, EWMA and Dense.
     settings = {**study.QUICK, "gather_s": 380, "measure_s": 380}
     records = [{**job.fields(), "result": result(job)} for job in study.jobs(settings, seeds)]
     return Results(study.NAME, True, seeds, settings, records)
@@ -262,13 +308,21 @@ def test_the_study_table_states_each_claim_from_the_numbers():
     table = study.table(_study_results([1, 2, 3]))
     holds = {claim.statement.split(":")[0]: claim.holds for claim in table.claims}
     assert holds["Forecasts move flows before the change (surge"]
-    assert holds["1a"] is False and holds["2a"]
+    assert holds["1a"] is False and holds["2a"] is False
+    # The full-control rows are judged against the study's own base, and say they are
+    # a sensitivity, not the paper's setting; the paper's figures sit by its own rows.
+    assert holds["2a full control"]
+    (sensitivity,) = [c for c in table.claims if c.statement.startswith("2a full control")]
+    assert "sensitivity, not the paper's setting" in sensitivity.statement
+    assert "Dense 6.7" in sensitivity.evidence and "base 5.8" in sensitivity.evidence
     assert holds["No forwarding loop ever forms"]
     assert any(row[0] == "2a | dense" and row[2] == "3.73" for row in table.rows)
+    assert any(row[0] == "2a full control | dense" and row[2] == "" for row in table.rows)
+    assert not any(row[0].startswith("2a full control | base") for row in table.rows)
     # One seed gives no interval: the comparisons of schemes are refused, not judged.
     alone = {c.statement.split(":")[0]: c.holds for c in study.table(_study_results([1])).claims}
     assert alone["Forecasts move flows before the change (surge"] is None
-    assert alone["1a"] is None and alone["2a"] is None
+    assert alone["1a"] is None and alone["2a"] is None and alone["2a full control"] is None
 
 
 def test_a_pushed_model_sets_the_rounds_by_its_own_lead_and_horizon():
