@@ -142,3 +142,39 @@ def test_bcn_and_ibcn_act_on_the_studys_continuous_senders():
     # 48 closed loops of 10 KB with 1-5 ms of thinking: at most 48 / 1 ms a second.
     assert 0 < transactions["tps"] < 48 / 1e-3
     assert transactions["transaction_ms"] > 0
+
+
+def test_the_congestion_half_runs_the_papers_64_byte_packets_and_labels_1500_byte_rows():
+    """Section V's 64 B packets are the main setting of every congestion experiment;
+    the 1500 B runs are sensitivity rows, labelled so, never the rows claims read."""
+    import inspect
+
+    from isthmus.experiments import study_settings
+    from isthmus.studies import ibcn
+    from isthmus.studies.ibcn import congestion
+    from isthmus.studies.ibcn import study as ibcn_study
+
+    assert congestion.PACKET_BYTES == 64
+    for function in (congestion.scenario, congestion.run_scenario):
+        assert inspect.signature(function).parameters["packet_bytes"].default == 64
+    for quick in (False, True):
+        settings = study_settings(ibcn, quick)
+        jobs = [j for j in ibcn.jobs(settings, [1, 2]) if j.run is congestion.run_scenario]
+        by_size: dict[int, set[str]] = {}
+        for job in jobs:
+            by_size.setdefault(job.params["packet_bytes"], set()).add(job.experiment)
+        assert set(by_size) == {64, 1500}, by_size
+        assert all(not e.endswith(" B") for e in by_size[64]), by_size[64]
+        assert all(e.endswith(" 1500 B") for e in by_size[1500]), by_size[1500]
+        # Every experiment runs at 64 B; its 1500 B twin is a sensitivity row of it.
+        assert {e.removesuffix(" 1500 B") for e in by_size[1500]} <= by_size[64]
+        assert {"scenario1", "scenario2"} <= by_size[64]
+        assert {"scenario1 1500 B", "scenario2 1500 B"} <= by_size[1500]
+        assert any(e.startswith("load ") for e in by_size[64])
+        # The claims read the 64 B rows.
+        assert {claim[1] for claim in ibcn_study.CLAIMS} <= by_size[64]
+    full = ibcn.jobs(study_settings(ibcn, False), [1])
+    paper = [j for j in full if j.experiment == "scenario1 paper"]
+    assert paper and all(j.params["packet_bytes"] == 64 for j in paper)
+    sensitivity = {d.aspect: d.sensitivity for d in ibcn.DEPARTURES}
+    assert "scenario1 1500 B" in sensitivity["packet size"]

@@ -10,6 +10,16 @@ NAME = "ibcn"
 TITLE = "IBCN (Tran et al.): forecast BCN queues (LSTM vs ARMA/ARAR/HW) and BCN driven by them"
 
 from isthmus.studies.ibcn.prediction import MODEL_OPTIONS, collect  # noqa: E402
-from isthmus.studies.ibcn.study import FULL, QUICK, jobs, table  # noqa: E402
+from isthmus.studies.ibcn.study import DEPARTURES, FULL, QUICK, jobs, table  # noqa: E402
 
-__all__ = ["FULL", "MODEL_OPTIONS", "NAME", "QUICK", "TITLE", "collect", "jobs", "table"]
+__all__ = [
+    "DEPARTURES",
+    "FULL",
+    "MODEL_OPTIONS",
+    "NAME",
+    "QUICK",
+    "TITLE",
+    "collect",
+    "jobs",
+    "table",
+]

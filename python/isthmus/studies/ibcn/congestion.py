@@ -1,6 +1,8 @@
 """IBCN's congestion-management experiments: BCN driven by forecast queues against plain
 BCN and against no congestion management, on the paper's three-tier network
-(`prediction.tree`, 200-packet buffers, 1500 B packets).
+(`prediction.tree`, 200-packet buffers) with the paper's 64 B packets (section V: TCP
+segments of 24 B payload and 40 B of headers; `packet_bytes` sets another size, as the
+study's 1500 B sensitivity rows do).
 
 1. Scenario 1, transactions: the 48 other hosts each run a persistent TCP connection
    to h0 or h1 (alternately) whose application writes 10 KB, waits a think time
@@ -57,6 +59,10 @@ FAIR_SHARE_BPS = BOTTLENECK_BPS / REMOTE_SOURCES
 # TCP NewReno with the usual 200 ms minimum retransmission timeout (Linux's
 # TCP_RTO_MIN); the paper names no TCP settings.
 TCP = {"min_rto": "200ms", "initial_rto": "1s"}
+# Full segments on the wire: the paper's section V fixes 64 B packets; 1500 B (the
+# Ethernet MTU) is run beside it as a sensitivity setting.
+PACKET_BYTES = 64
+TCP_HEADER_BYTES = 40
 SCHEMES = ("none", "bcn", *(f"ibcn-{m}" for m in MODEL_OPTIONS))
 
 
@@ -83,9 +89,12 @@ def _ps(seconds: float) -> int:
     return round(seconds * 1e12)
 
 
-def network(seed: int, scheme: str) -> Simulation:
+def network(seed: int, scheme: str, packet_bytes: int = PACKET_BYTES) -> Simulation:
+    """The tree, BCN points on every switch port unless `none`, TCP segments of
+    `packet_bytes` on the wire (payload and the 40 B of IPv4 and TCP headers)."""
     bcn = None if scheme == "none" else dict(BCN)
-    return Simulation(tree(), seed=seed, switch_queue="200pkts", bcn=bcn, tcp=dict(TCP))
+    tcp = {**TCP, "mss": f"{packet_bytes - TCP_HEADER_BYTES}B"}
+    return Simulation(tree(), seed=seed, switch_queue="200pkts", bcn=bcn, tcp=tcp)
 
 
 @dataclass(frozen=True)
@@ -182,11 +191,18 @@ class Snapshot:
 
 
 def scenario(
-    seed: int, scheme: str, scale: TimeScale, epochs: int, workload: Workload, bins: int = 20
+    seed: int,
+    scheme: str,
+    scale: TimeScale,
+    epochs: int,
+    workload: Workload,
+    bins: int = 20,
+    packet_bytes: int = PACKET_BYTES,
 ) -> dict:
-    """One run of a workload under a scheme, measured in `bins` intervals."""
+    """One run of a workload under a scheme with `packet_bytes` packets, measured in
+    `bins` intervals."""
     end_s = scale.warmup_s + scale.measure_s
-    sim = network(seed, scheme)
+    sim = network(seed, scheme, packet_bytes)
     flows = add_sources(sim, scheme, scale, end_s, workload)
     plane = ControlPlane(sim)
     ibcn = controller(scheme, scale, epochs)
@@ -223,6 +239,7 @@ def scenario(
         "seed": seed,
         "scheme": scheme,
         "scale": scale.name,
+        "packet_bytes": packet_bytes,
         "goodput_gbps": float(per_source_bps.sum() / 1e9),
         "bottleneck_util_pct": float(
             (int(sim.ports()["tx_bytes"][bottleneck]) - sent_before)
@@ -251,6 +268,20 @@ def scenario(
     return out
 
 
-def run_scenario(seed: int, scheme: str, scale: dict, epochs: int, workload: dict) -> dict:
+def run_scenario(
+    seed: int,
+    scheme: str,
+    scale: dict,
+    epochs: int,
+    workload: dict,
+    packet_bytes: int = PACKET_BYTES,
+) -> dict:
     """Job: `scenario` from JSON arguments (a `TimeScale`'s and a `Workload`'s fields)."""
-    return scenario(seed, scheme, TimeScale(**scale), epochs, Workload(**workload))
+    return scenario(
+        seed,
+        scheme,
+        TimeScale(**scale),
+        epochs,
+        Workload(**workload),
+        packet_bytes=packet_bytes,
+    )
