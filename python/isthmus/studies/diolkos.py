@@ -60,7 +60,7 @@ DEPARTURES = (
         "only, r1 and r4, as Table 2. On our ring each has one port towards each neighbour, "
         "so a flow through it has no loop-free alternative and Diolkos makes no move (the "
         "--quick run, seed 1: 0 moves, per-port 5.826 MB/s under EWMA and Dense against "
-        "base's 5.828). Until issue 31 the rings ran on every switch (full control), and "
+        "base's 5.828). The rings first ran on every switch (full control), and "
         "every 2a/2b 'Dense - base > 0' in the docs' five-seed tables rests on that",
         "The paper's setting is the main one; under full control the gains come from "
         "switches with hosts, which the paper's Diolkos does not drive",

@@ -30,7 +30,7 @@ DEPARTURES = (
         "64 B on the wire in every congestion experiment: TCP segments of 24 B payload and "
         "40 B of IPv4 and TCP headers (no Ethernet framing is modelled); the prediction "
         "half's datagrams are 64 B too",
-        "The paper's size. This half ran 1500 B packets until issue 31 (to put BCN's "
+        "The paper's size. This half first ran 1500 B packets (to put BCN's "
         "queueing delays near the paper's hundreds of microseconds); at 1500 B scenario 1 "
         "never congests and its verdicts followed from the size, so 1500 B is kept as "
         "sensitivity rows only and the claims are judged at 64 B",
@@ -44,7 +44,7 @@ DEPARTURES = (
         "not 0, switches that never queue left out; MSE beside it",
         "(q - q^) / q is undefined where q = 0 (65 % of the polled values here) and signed "
         "errors cancel in an average. This metric cannot rank the models: a forecast of "
-        "all zeros scores 100 %, better than every model (192-267 %, issue 31); compare "
+        "all zeros scores 100 %, better than every model (192-267 % on seeds 1-3); compare "
         "them by MSE",
         "not run (no signed-error figure, and no all-zeros or persistence forecast row)",
     ),
@@ -67,7 +67,7 @@ DEPARTURES = (
         "The two halves differ: the prediction half's sources restart at 2 Gb/s / 48 "
         "(41.7 Mb/s), the congestion half's connections at 1 Gb/s / 40 (25 Mb/s, the "
         "bottleneck's fair share)",
-        "Each half chose its own and the difference went undeclared until issue 31. The "
+        "Each half chose its own, and the difference was first undeclared. The "
         "prediction scores are of queues under the one rate; the congestion half's IBCN "
         "models fit on their own run's polls, so they see the other",
         "not run",
