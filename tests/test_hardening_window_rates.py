@@ -78,7 +78,8 @@ def test_ofpt_study_never_measures_a_flow_above_its_nic():
 
 def _ibcn_continuous(counter) -> dict:
     """IBCN's scenario 2 (48 continuous senders to h0 and h1) without congestion
-    management, at the quick scale, with `counter` as the study's byte counter."""
+    management, at the quick scale and 1500 B packets (whose bursts the old counter
+    over-measured), with `counter` as the study's byte counter."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(congestion, "arrived_bytes", counter)
         return congestion.scenario(
@@ -87,6 +88,7 @@ def _ibcn_continuous(counter) -> dict:
             congestion.QUICK_SCALED,
             epochs=1,
             workload=congestion.Workload(continuous=True),
+            packet_bytes=1500,
         )
 
 
