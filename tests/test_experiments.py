@@ -222,3 +222,19 @@ def test_a_study_gives_the_same_table_on_one_worker_two_and_ray(tmp_path):
     )
     assert again.returncode == 0 and "jobs ran" not in again.stdout
     assert shown[0]["rows"][0][0] in again.stdout
+
+
+def test_a_ray_address_nothing_answers_at_is_refused_at_once():
+    pytest.importorskip("ray")
+    import socket
+
+    with socket.socket() as probe:  # a port just freed: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    planned = [Job("x", "a", 1, toy.total, {"seed": 1, "parts": {"mean": 1.0}})]
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=rf"--ray 127.0.0.1:{port}: nothing answers there"):
+        list(execute(planned, ray_address=f"127.0.0.1:{port}"))
+    assert time.monotonic() - started < 30  # Ray's own client retries for minutes
+    with pytest.raises(ValueError, match="is not HOST:PORT"):
+        list(execute(planned, ray_address="nonsense"))

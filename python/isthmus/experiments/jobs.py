@@ -19,6 +19,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -336,6 +337,28 @@ RAY_HERE = ("auto", "local")
 """`--ray` values that mean a Ray instance on this machine (started if none runs)."""
 
 
+RAY_CONNECT_S = 5.0
+"""How long a Ray head may take to accept a connection before `--ray` is refused: Ray's
+own client retries for minutes, printing warnings, where nothing listens."""
+
+
+def _check_answers(address: str) -> None:
+    """Refuses a Ray address (HOST:PORT, optionally ray://) nothing listens at."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(
+            f"--ray {address!r} is not HOST:PORT; give the cluster's head (ray start "
+            "--head prints it) or 'auto' for one on this machine"
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_S).close()
+    except OSError as e:
+        raise ValueError(
+            f"--ray {address}: nothing answers there ({e.strerror or e}); start the cluster "
+            "(ray start --head) or give 'auto' for one on this machine"
+        ) from None
+
+
 class _Ray:
     """Jobs as Ray tasks, one CPU each. A real cluster needs every node to have Isthmus
     installed, and the files a job reads or writes on a filesystem every node sees."""
@@ -347,6 +370,8 @@ class _Ray:
             raise ValueError("--ray needs Ray: pip install 'isthmus[ray]'") from None
         self.ray = ray
         self.started_here = not ray.is_initialized()
+        if self.started_here and address not in RAY_HERE:
+            _check_answers(address)
         if self.started_here:
             # Ray's start-up notices (a local instance started, token authentication) are
             # Ray's, not the runner's: only its errors reach the user.
