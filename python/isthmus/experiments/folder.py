@@ -131,8 +131,8 @@ def job_file(folder: Path, job: Job) -> Path:
     return folder / JOBS / f"{safe}-{digest}.json"
 
 
-def write_json(path: Path, document: Any, indent: int | None = 1) -> None:
-    """Writes `path` whole or not at all."""
+def write_json(path: Path, document: Any, indent: int | None = 1) -> str:
+    """Writes `path` whole or not at all; returns the text written."""
     text = json.dumps(document, indent=indent, default=_plain) + "\n"
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -144,6 +144,7 @@ def write_json(path: Path, document: Any, indent: int | None = 1) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    return text
 
 
 def _read_json(path: Path) -> Any:
@@ -222,9 +223,8 @@ def store(folder: Path, end: Finished) -> dict:
         "commit": source_commit(),
         "result": end.result,
     }
-    path = job_file(folder, end.job)
-    write_json(path, record, indent=None)  # results can be long lists: one line
-    return json.loads(path.read_text())
+    text = write_json(job_file(folder, end.job), record, indent=None)  # one line
+    return json.loads(text)
 
 
 def write_failures(folder: Path, failed: list[Finished]) -> None:
