@@ -8,7 +8,7 @@ pytest.importorskip("torch")
 pytest.importorskip("torchrl")
 
 from isthmus.control import ControlPlane  # noqa: E402
-from isthmus.control.apps.acc import Acc  # noqa: E402
+from isthmus.control.apps.acc import Acc, model_states  # noqa: E402
 from isthmus.studies import acc as study  # noqa: E402
 
 
@@ -16,7 +16,7 @@ def trained_learners(size: study.FabricSize) -> dict:
     """Learners made (untrained) on a fabric of `size`, as `read_models` returns them."""
     sim = study.network(1, size=size)
     plane = ControlPlane(sim)
-    agents = plane.add_agents(Acc, seed=1)
+    agents = plane.add_agents(Acc, seed=1, model="per-queue")
     plane.run("1us")
     return {a.switch.name: a.dqn.state_dict() for a in agents}
 
@@ -40,7 +40,7 @@ def test_learners_from_another_fabric_are_refused_naming_the_switch_and_that_fab
     models = trained_learners(study.FabricSize(hosts_per_leaf=4))
     sim = study.network(1)
     plane = ControlPlane(sim)
-    plane.add_agents(Acc, pretrained=models, seed=1)
+    plane.add_agents(Acc, pretrained=models, seed=1, model="per-queue")
     with pytest.raises(ValueError) as refused:
         plane.run("1us")
     message = str(refused.value)
@@ -49,7 +49,9 @@ def test_learners_from_another_fabric_are_refused_naming_the_switch_and_that_fab
     assert "trained on a fabric where 'leaf0' has 8 queues" in message
     # Learners for this fabric load.
     plane = ControlPlane(study.network(1))
-    agents = plane.add_agents(Acc, pretrained=trained_learners(study.TESTBED), seed=1)
+    agents = plane.add_agents(
+        Acc, pretrained=trained_learners(study.TESTBED), seed=1, model="per-queue"
+    )
     plane.run("1us")
     assert all(a.learners > 0 for a in agents)
 
@@ -57,6 +59,25 @@ def test_learners_from_another_fabric_are_refused_naming_the_switch_and_that_fab
 def test_learners_that_observe_another_history_are_refused_by_name():
     models = trained_learners(study.TESTBED)
     plane = ControlPlane(study.network(1))
-    plane.add_agents(Acc, pretrained=models, history=4, seed=1)
+    plane.add_agents(Acc, pretrained=models, history=4, seed=1, model="per-queue")
     with pytest.raises(ValueError, match=r"they observe 3 intervals \(history\), this agent 4"):
         plane.run("1us")
+
+
+def test_one_shared_network_serves_any_fabric_but_not_another_history():
+    """The shared network (the default, one model for every switch as the paper installs)
+    has no per-queue shapes: trained on one fabric it loads on another; a network that
+    observes another history is refused by name."""
+    plane = ControlPlane(study.network(1, size=study.FabricSize(hosts_per_leaf=4)))
+    small = plane.add_agents(Acc, seed=1)
+    plane.run("1us")
+    trained = model_states(small)
+    wider = ControlPlane(study.network(1))
+    agents = wider.add_agents(Acc, pretrained=trained, seed=1)
+    wider.run("1us")
+    assert all(a.dqn is agents[0].dqn for a in agents)
+    assert {a.switch.name: a.learners for a in agents}["leaf0"] == 10
+    deeper = ControlPlane(study.network(1))
+    deeper.add_agents(Acc, pretrained=trained, history=4, seed=1)
+    with pytest.raises(ValueError, match=r"they observe 3 intervals \(history\), this agent 4"):
+        deeper.run("1us")

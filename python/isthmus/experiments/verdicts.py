@@ -122,6 +122,20 @@ def better_pooled(
     )
 
 
+def within(statement: str, gaps: Sequence[float], tolerance: float, what: str) -> Claim:
+    """Holds when the 95 % interval of `gaps` (A − B per seed, higher better) lies above
+    −`tolerance`: A comes within `tolerance` of B or beats it; `what` names A − B."""
+    if len(gaps) < MIN_SEEDS:
+        return refused(statement, {"seeds": len(gaps)})
+    mean, half = mean_interval(gaps)
+    return Claim(
+        statement,
+        mean - half > -tolerance,
+        f"{what} {mean:+.4f}, 95 % interval [{mean - half:+.4f}, {mean + half:+.4f}] "
+        f"over {len(gaps)} seeds",
+    )
+
+
 def all_of(statement: str, claims: Sequence[Claim]) -> Claim:
     """A claim that holds where each of `claims` holds: no verdict where any has none."""
     verdicts = [c.holds for c in claims]

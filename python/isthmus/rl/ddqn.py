@@ -37,6 +37,13 @@ from isthmus.arguments import U32, whole
 from isthmus.rl.settings import DqnSettings, dqn_settings
 
 
+def exploration(settings: DqnSettings, visits: np.ndarray) -> np.ndarray:
+    """Epsilon after `visits` decisions: `epsilon_start` x `epsilon_decay`^visits, at
+    least `epsilon_min`."""
+    s = settings
+    return np.maximum(s.epsilon_min, s.epsilon_start * s.epsilon_decay ** np.asarray(visits))
+
+
 class StackedMlp(nn.Module):
     """`learners` independent MLPs with two hidden layers, evaluated together."""
 
@@ -108,8 +115,7 @@ class DoubleDqn:
     @property
     def epsilon(self) -> np.ndarray:
         """Each learner's exploration rate now."""
-        s = self.settings
-        return np.maximum(s.epsilon_min, s.epsilon_start * s.epsilon_decay**self.visits)
+        return exploration(self.settings, self.visits)
 
     def q_values(self, states: np.ndarray) -> np.ndarray:
         """Each learner's action values for its state: (learners, state_dim) -> (learners,
@@ -141,12 +147,20 @@ class DoubleDqn:
     ) -> None:
         """Stores one transition for each learner listed in `learners`."""
         learners = np.asarray(learners, dtype=np.int64)
-        slot = self.stored[learners] % self.settings.capacity
+        # A learner listed k times stores k transitions in its next k slots, in order.
+        order = np.argsort(learners, kind="stable")
+        ranked = learners[order]
+        starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+        rank = np.empty_like(learners)
+        rank[order] = np.arange(len(ranked)) - np.repeat(
+            starts, np.diff(np.r_[starts, len(ranked)])
+        )
+        slot = (self.stored[learners] + rank) % self.settings.capacity
         self.states[learners, slot] = states
         self.taken[learners, slot] = actions
         self.rewards[learners, slot] = rewards
         self.next_states[learners, slot] = next_states
-        self.stored[learners] += 1
+        np.add.at(self.stored, learners, 1)
 
     def recent(self, count: int) -> dict[str, np.ndarray]:
         """Every learner's latest `count` transitions, flattened (for sharing)."""
@@ -217,6 +231,92 @@ class DoubleDqn:
         self.steps = int(state["steps"])
         if "visits" in state:
             self.visits = state["visits"].numpy().astype(np.int64).copy()
+
+
+class SharedDqn:
+    """One Double-DQN network that many queues act through, as ACC installs one model
+    on every switch: the queues' states say what tells them apart (link rate, class),
+    each queue explores by its own visits (kept by whoever acts for it), every queue's
+    transitions go to one replay memory, and one training step serves them all.
+
+    It is a group of one learner (`DoubleDqn`), so acting, memory and training are that
+    group's; `batch` should be larger than a per-queue learner's, since one step now
+    learns for every queue."""
+
+    def __init__(
+        self,
+        state_dim: int,
+        actions: int,
+        settings: DqnSettings | dict | None = None,
+        *,
+        seed: int = 0,
+        device: str | torch.device | None = None,
+    ):
+        self.group = DoubleDqn(1, state_dim, actions, settings, seed=seed, device=device)
+        self.settings = self.group.settings
+        self.state_dim, self.actions = state_dim, actions
+        self.visits: dict[str, np.ndarray] = {}
+        """Each group of queues' decisions so far (by name: a switch's queues), which
+        set their exploration; they carry over with the network."""
+        self._trained_at: int | None = None
+
+    def visits_of(self, name: str, queues: int) -> np.ndarray:
+        """The visit counts of `name`'s `queues` queues (zeros the first time), to be
+        updated in place by whoever acts for them."""
+        counts = self.visits.setdefault(name, np.zeros(queues, dtype=np.int64))
+        if len(counts) != queues:
+            raise ValueError(
+                f"'{name}' acted through this network with {len(counts)} queues, now "
+                f"{queues}: one network carries on over runs of the same fabric"
+            )
+        return counts
+
+    def q_values(self, states: np.ndarray) -> np.ndarray:
+        """(queues, state_dim) -> (queues, actions)."""
+        with torch.no_grad():
+            x = torch.as_tensor(states, dtype=torch.float32, device=self.group.device)[None]
+            return self.group.online(x)[0].cpu().numpy()
+
+    def act(self, states: np.ndarray, visits: np.ndarray | None) -> np.ndarray:
+        """An action per queue: greedy, or with probability its epsilon (by `visits`,
+        its decisions so far) a random one; `visits` None: greedy only."""
+        greedy = self.q_values(states).argmax(axis=1)
+        if visits is None:
+            return greedy
+        rng = self.group.rng
+        random = rng.random(len(states)) < exploration(self.settings, visits)
+        self.group.steps += 1
+        return np.where(random, rng.integers(self.actions, size=len(states)), greedy)
+
+    def remember(
+        self,
+        states: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        next_states: np.ndarray,
+    ) -> None:
+        learner = np.zeros(len(rewards), dtype=np.int64)
+        self.group.remember(learner, states, actions, rewards, next_states)
+
+    @property
+    def stored(self) -> int:
+        """Transitions stored so far (the memory keeps the last `capacity`)."""
+        return int(self.group.stored[0])
+
+    def train_once_at(self, now_ps: int) -> float | None:
+        """One training step, the first time it is asked at `now_ps`: the agents of
+        every switch ask at each control interval, and the network trains once for all
+        (returns the loss; None when it did not train)."""
+        if self._trained_at == now_ps:
+            return None
+        self._trained_at = now_ps
+        return self.group.train_step()
+
+    def state_dict(self) -> dict:
+        return self.group.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.group.load_state_dict(state)
 
 
 def _all_rows(x: torch.Tensor, index: torch.Tensor, learners: int) -> torch.Tensor:

@@ -11,7 +11,10 @@ deployment read queues the same way.
    of `queue_ref`, capped at 4), the transmit rate and the transmit rate of ECN-marked
    packets (as fractions of the link rate), the fraction of transmitted packets
    marked, and the current template (its index over the number of templates); the
-   last `history` intervals side by side (k = 3 in ACC).
+   last `history` intervals side by side (k = 3 in ACC); then what tells the queue
+   apart from others (its link rate over 100 Gb/s, its traffic class over 7), so that
+   one network can serve queues of every rate and class (ACC installs one model on
+   every switch).
 3. Reward: beta x utilisation + (1 - beta) x (1 - log2(1 + q / q_ref)), link
    utilisation against the interval's mean queue q (ACC weighs the two). The queue
    term is 1 for an empty queue, 0 at `queue_ref` and keeps falling beyond it, so a
@@ -32,6 +35,12 @@ import numpy as np
 from isthmus.arguments import U16, number, whole
 
 FEATURES = 5
+"""Features an observation holds per interval of its history."""
+IDENTITY_FEATURES = 2
+"""Features that tell a queue apart: its link rate and its traffic class."""
+# The link rate and class that scale the identity features to about [0, 1].
+IDENTITY_RATE_BPS = 100e9
+IDENTITY_CLASS = 7
 # The queue each learner's reward is measured against: DCQCN's production Kmin (100 KB
 # at 25 Gb/s, scaled with the link), a queue static settings already call congested.
 QUEUE_REF_BYTES_AT_25G = 100_000
@@ -41,6 +50,10 @@ KMIN_KB = (2, 5, 10, 20, 40, 80, 160, 320)
 KMAX_FACTORS = (4, 20)
 PMAX = (0.01, 0.2)
 REFERENCE_BPS = 25e9
+LOADED = 0.1
+"""A queue is loaded in an interval when it sent at least this fraction of its link
+rate or its mean queue reached this fraction of its reference length: what its
+template can change (a port carrying only acknowledgements is busy but never loaded)."""
 
 
 def templates(rate_bps: float) -> list[tuple[int, int, float]]:
@@ -79,6 +92,7 @@ class QueueObserver:
         *,
         history: int = 3,
         beta: float = 0.5,
+        classes: np.ndarray | None = None,
     ):
         history = whole(history, "history", 1, U16, "intervals an observation spans")
         # beta weighs utilisation against queueing.
@@ -88,15 +102,21 @@ class QueueObserver:
         self.history = history
         self.beta = beta
         n = len(self.rates)
+        traffic_class = np.zeros(n) if classes is None else np.asarray(classes, dtype=np.float64)
+        self.identity = np.stack(
+            [self.rates / IDENTITY_RATE_BPS, traffic_class / IDENTITY_CLASS], axis=1
+        ).astype(np.float32)
         self.window = np.zeros((n, history, FEATURES), dtype=np.float32)
+        self.loaded = np.zeros(n, dtype=bool)
+        """Which queues were loaded (`LOADED`) in the interval last observed."""
         self._last: dict[str, np.ndarray] | None = None
 
     @property
     def state_dim(self) -> int:
-        return self.history * FEATURES
+        return self.history * FEATURES + IDENTITY_FEATURES
 
     def states(self) -> np.ndarray:
-        return self.window.reshape(len(self.rates), -1).copy()
+        return np.concatenate([self.window.reshape(len(self.rates), -1), self.identity], axis=1)
 
     def observe(
         self, counters: dict[str, np.ndarray], elapsed_ps: int, template: np.ndarray
@@ -128,5 +148,6 @@ class QueueObserver:
         ).astype(np.float32)
         self.window = np.concatenate([self.window[:, 1:], features[:, None, :]], axis=1)
         utilisation = np.minimum(tx_rate, 1.0)
+        self.loaded = (utilisation >= LOADED) | (queue >= LOADED * self.queue_ref)
         rewards = self.beta * utilisation + (1 - self.beta) * queue_term(queue, self.queue_ref)
         return self.states(), rewards.astype(np.float32), utilisation

@@ -28,6 +28,8 @@ from isthmus import arguments
 from isthmus.control import ControlPlane, SwitchAgent
 from isthmus.rl.ecn_queues import (
     COUNTERS,
+    FEATURES,
+    IDENTITY_FEATURES,
     NUM_TEMPLATES,
     QueueObserver,
     queue_ref_bytes,
@@ -87,7 +89,7 @@ class EcnQueuesEnv(ParallelEnv):
             for n, p, c in zip(self._node, self._local, self._class, strict=True)
         ]
         self.agents: list[str] = []
-        state_dim = history * 5
+        state_dim = history * FEATURES + IDENTITY_FEATURES
         self._observation_space = gym.spaces.Box(0.0, 4.0, shape=(state_dim,), dtype=np.float32)
         self._action_space = gym.spaces.Discrete(NUM_TEMPLATES)
         self._rng = np.random.default_rng()
@@ -113,6 +115,7 @@ class EcnQueuesEnv(ParallelEnv):
             queue_ref_bytes(self._rates),
             history=self.history,
             beta=self.beta,
+            classes=self._class,
         )
         self._template = np.full(len(self._rows), -1)
         self.agents = list(self.possible_agents)
