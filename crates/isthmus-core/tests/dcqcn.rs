@@ -173,3 +173,76 @@ fn dcqcn_survives_a_stall_longer_than_its_loss_timeout() {
     let drops: u64 = e.ports.iter().map(|p| p.counters.drop_packets).sum();
     assert_eq!(drops, 0, "PFC-lossless: every timeout was spurious");
 }
+
+/// Zhu et al. (after QCN): a rate cut restarts the rate-increase timer, as it restarts the
+/// byte counter, so the first increase after a cut comes a whole timer period (55 us)
+/// later. A flow cut at every CNP interval (50 us, shorter than the timer) therefore
+/// never raises its rate by the timer; once the CNPs stop, it does. (The timer used to
+/// run on from before the cut, raising the rate within 0-55 us of every cut.)
+#[test]
+fn a_rate_cut_restarts_the_rate_increase_timer() {
+    use isthmus_core::packet::{Packet, PacketHeader};
+    use isthmus_core::transport::dcqcn::{DcqcnFlow, CNP};
+    use isthmus_core::transport::tcp::Io;
+    use isthmus_core::transport::{FlowRecord, Outbox};
+
+    let cfg = DcqcnConfig::paper(25 * G);
+    let mut flow = DcqcnFlow::new(cfg, 1_000_000_000_000, 0, SEC);
+    let mut record = FlowRecord {
+        src: 0,
+        dst: 1,
+        ..Default::default()
+    };
+    let mut out = Outbox::default();
+    // The flow's start (its send timer, generation 0), as the engine schedules it.
+    let mut timers = vec![(0, 0)];
+    let cnp: Packet = PacketHeader {
+        src: 1,
+        dst: 0,
+        tcp_flags: CNP,
+        ..Default::default()
+    }
+    .into();
+    let cnps: Vec<u64> = (0..5).map(|i| 30 * US + i * cfg.cnp_interval).collect();
+    let last_cnp = *cnps.last().unwrap();
+    let mut cnps = cnps.into_iter().peekable();
+    let mut rates = Vec::new();
+    loop {
+        timers.sort();
+        let (at, token) = timers[0];
+        let cnp_due = cnps.peek().is_some_and(|&t| t <= at);
+        let now = if cnp_due { cnps.next().unwrap() } else { at };
+        if now > last_cnp + cfg.timer + 5 * US {
+            break;
+        }
+        let mut io = Io::new(0, now, (1, 2), &mut record, &mut out);
+        if cnp_due {
+            flow.on_packet(&mut io, &cnp);
+        } else {
+            timers.remove(0);
+            flow.on_timer(&mut io, token);
+        }
+        timers.append(&mut out.timers);
+        out.packets.clear();
+        rates.push((now, flow.rate()));
+    }
+    assert_eq!(flow.cnps, 5);
+    let cut_at = |t: u64| rates.iter().rfind(|&&(at, _)| at <= t).unwrap().1;
+    let cut = cut_at(last_cnp);
+    for pair in rates.windows(2) {
+        let ((_, before), (at, after)) = (pair[0], pair[1]);
+        if at > 30 * US && at <= last_cnp {
+            assert!(
+                after <= before,
+                "the rate rose from {before:.0} to {after:.0} b/s at {} us, \
+                 less than a timer period after a cut",
+                at / US
+            );
+        }
+    }
+    assert!(
+        flow.rate() > cut,
+        "no increase a timer period after the last cut: {:.0} b/s",
+        flow.rate()
+    );
+}

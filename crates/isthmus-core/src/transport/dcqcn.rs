@@ -7,7 +7,10 @@
 //!    once its last has left (a PFC pause holds the queue pair, not a queue of its
 //!    packets), so a packet waits at its host's NIC only behind other queue pairs';
 //! 2. on a CNP: remembers Rc as the target Rt, cuts Rc ← Rc·(1 − α/2), raises
-//!    α ← (1 − g)·α + g, and restarts its increase machinery;
+//!    α ← (1 − g)·α + g, and restarts its increase machinery: both stage counts, the
+//!    byte counter and the timer, so the next increase is a whole `timer` away (QCN's
+//!    rule, which DCQCN keeps; with CNPs every 50 us and a 55 us timer, a flow marked
+//!    throughout gets no timer increase);
 //! 3. every `alpha_period` without a CNP, decays α ← (1 − g)·α;
 //! 4. counts rate-increase events, one per `timer` and one per `byte_counter` bytes sent;
 //!    while both counts are below F it recovers fast (Rc ← (Rt + Rc)/2), once either
@@ -51,7 +54,8 @@ const LOSS_TIMER: u32 = 5;
 const DATA: u8 = 0;
 const ACK: u8 = 1;
 const NAK: u8 = 2;
-const CNP: u8 = 3;
+/// A congestion notification packet, from the receiver (the notification point).
+pub const CNP: u8 = 3;
 /// A data packet that asks the receiver for an ACK (the BTH AckReq bit).
 const DATA_ACK_REQUEST: u8 = 4;
 
@@ -410,7 +414,7 @@ impl DcqcnFlow {
         self.rate = ((self.target + self.rate) / 2.0).min(line);
     }
 
-    fn on_cnp(&mut self) {
+    fn on_cnp(&mut self, io: &mut Io) {
         self.cnps += 1;
         self.target = self.rate;
         self.rate = (self.rate * (1.0 - self.alpha / 2.0)).max(self.cfg.min_rate as f64);
@@ -419,6 +423,10 @@ impl DcqcnFlow {
         self.timer_stage = 0;
         self.byte_stage = 0;
         self.bytes_since_increase = 0;
+        if self.started && !self.done_sending() {
+            self.increase_timer
+                .set(io.now + self.cfg.timer, INCREASE_TIMER, io.out);
+        }
     }
 
     /// A packet of this flow arrived at its destination host; returns true when the
@@ -428,7 +436,7 @@ impl DcqcnFlow {
             return self.receive_data(io, pkt);
         }
         match pkt.tcp_flags {
-            CNP => self.on_cnp(),
+            CNP => self.on_cnp(io),
             ACK | NAK => {
                 let upto = self.unwrap(pkt.seq, self.acked);
                 if upto > self.acked {
