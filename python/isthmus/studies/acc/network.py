@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isthmus.control import ControlPlane, SwitchAgent
+from isthmus.control import ControlPlane
 from isthmus.control.apps.acc import ACC_DQN, Acc
 from isthmus.queues import Fq
 from isthmus.simulation import Simulation
+from isthmus.studies.acc.best_static import BEST_STATIC, ScoredEcn, TemplateEcn
 from isthmus.topology import Link, Topology
 from isthmus.transport import dcqcn_marker
 
@@ -67,17 +68,17 @@ def network(
     )
 
 
-class StaticEcn(SwitchAgent):
-    """Sets every port of its switch to a DCQCN marking profile once."""
+class StaticEcn(ScoredEcn):
+    """Sets every port of its switch to a DCQCN marking profile once (and scores its
+    queues as the learners would)."""
 
-    def __init__(self, switch, profile: str):
-        super().__init__(switch)
+    def __init__(self, switch, profile: str, **options):
+        super().__init__(switch, **options)
         self.profile = profile
 
-    def on_start(self) -> None:
-        for port, rate in enumerate(self.switch.ports()["rate_bps"].tolist()):
-            ramp = dcqcn_marker(self.profile, int(rate))
-            self.switch.set_ecn(port, ramp.kmin, ramp.kmax, ramp.pmax)
+    def marking(self, rate_bps: float) -> tuple[str, str, float]:
+        ramp = dcqcn_marker(self.profile, int(rate_bps))
+        return ramp.kmin, ramp.kmax, ramp.pmax
 
 
 def control(
@@ -90,7 +91,8 @@ def control(
     greedy: bool = False,
 ):
     """Attaches the scheme (ACC's learners those of `trained`, a pre-training's result,
-    or untrained; `greedy`: never exploring); returns the plane and its agents. Torch
+    or untrained; `greedy`: never exploring; best static's template `trained`'s, a
+    template sweep's result); returns the plane and its agents. Torch
     runs on one thread, its global generator seeded from `seed`: a run does not depend
     on what ran before it."""
     plane = ControlPlane(sim)
@@ -109,9 +111,12 @@ def control(
         agents = plane.add_agents(
             Acc, pretrained=pretrained, settings=settings, seed=seed, train=train, classes=classes
         )
+    elif scheme == BEST_STATIC:
+        # `trained`: the template sweep's result on training traffic (or one template's).
+        agents = plane.add_agents(TemplateEcn, template=trained["template"])
     else:
         profile = {"SECN1": "paper", "SECN2": "production"}[scheme]
-        agents = plane.add_agents(StaticEcn, profile=profile)
+        agents = plane.add_agents(StaticEcn, profile=profile, classes=classes)
     return plane, agents
 
 
