@@ -194,11 +194,18 @@ def test_the_study_runs_and_compares_acc_with_both_static_settings(monkeypatch, 
     table = study.table(results)
     rows = {row[0]: row for row in table.rows}
     assert "heterogeneous | ACC" in rows and "heterogeneous | SECN1" in rows
+    assert "heterogeneous | best static" in rows and "heterogeneous ToR downlinks | ACC" in rows
+    assert "messages 60% queue KB mean / std | best static" in rows
+    assert "RDMA/TCP 7:1, RDMA share % | queue KB | Gb/s | best static" not in rows
+    sweeps = results.select(experiment="template sweep")
+    assert len(sweeps) == 2 and all(len(s["scores"]) == 32 for s in sweeps)
+    assert rows["best static template: heterogeneous | messages load 60%"][1].startswith("#")
     assert rows["messages 60% queue KB mean / std | SECN2"][3] == "37.5 / 109.3"
     (training,) = results.select(experiment="training")
     episodes_s = 2 * study.QUICK["episode_ms"] / 1e3
     assert len(training["curve"]) == 2 and training["simulated_s"] == pytest.approx(episodes_s)
-    assert len(table.claims) == 5
+    assert len(table.claims) == 7
+    assert sum("than the best static" in c.statement for c in table.claims) == 2
     # One seed: no claim gets a verdict, the learnability check included.
     assert all(c.holds is None for c in table.claims)
     (learned,) = results.select(experiment="learnability")
