@@ -56,6 +56,20 @@ DEPARTURES = (
         "not run",
     ),
     Departure(
+        "traffic",
+        "Web search at 40 % load, then data mining at 70 %, each for 100 s",
+        "Each phase offers its load in flow bytes: sizes drawn from the CDF until they add "
+        "up to load x 24 hosts x 25 Gb/s x the phase (the last flow cut to fit). In 20 ms "
+        "phases most of data mining's bytes are in flows of 100 MB-1 GB, which one 25 Gb/s "
+        "host needs 32-320 ms to send: at most about 9 % of the hosts' capacity can be sent "
+        "within that phase (web search: 35 %), the rest spilling into the incast phase and "
+        "past the run's end",
+        "The paper's loads on the paper's size distributions; the phases' length is the time "
+        "scale departure's. Drawing load / mean-size flows instead offered data mining "
+        "14-229 % of capacity across seeds",
+        "not run (the results' per-phase downlink utilisation is the load carried)",
+    ),
+    Departure(
         "time scale",
         "No control interval given for its switch CPUs",
         "1 ms: each queue's learner observes, acts and trains once a millisecond",
@@ -101,24 +115,31 @@ DEPARTURES = (
     Departure(
         "metric",
         "The congested ToR port's queue and utilisation",
-        "The mean queue over every switch port and the fabric links' utilisation "
-        "(heterogeneous traffic); the bottleneck port's queue only in the two-sender runs",
-        "Not yet measured per congested port (docs/acc.md, 'Not done'); an average over "
-        "mostly idle ports may dilute a difference between schemes",
-        "not run",
+        "Heterogeneous traffic: every ToR port facing a host (the 24 leaf downlinks): their "
+        "queue's mean and p99 over 100 us samples and ports and their utilisation, per run "
+        "and per phase, and the hottest downlink's queue (the longest at each sample) in "
+        "the results, beside the mean over every switch port; the two-sender runs: leaf0's "
+        "port to the receiver (queue mean, std, p99, utilisation)",
+        "With random all-to-all pairs no one port is congested throughout, and a port "
+        "picked by its queue under one scheme is not the congested one under another: "
+        "every downlink, one rule for every scheme. The heterogeneous claims compare the "
+        "downlinks' mean queue",
+        "'heterogeneous | ...' rows: the mean over every switch port, the earlier metric",
     ),
     Departure(
         "baseline",
         "Static ECN settings SECN1 and SECN2 on the fabric, and a static-threshold sweep "
         "whose throughput/latency trade-off is the premise (Fig. 2)",
-        "SECN1 and SECN2 only; no best-static row (the sweep's winner on training "
-        "traffic, evaluated on test traffic) on the fabric. The sweep runs on one "
-        "bottleneck only, where the lowest Kmin costs no throughput, the opposite of "
-        "Fig. 2",
-        "Not built yet (docs/acc.md, 'Not done'). Without it, ACC against SECN1 and SECN2 "
-        "does not say whether learning beats the best fixed template",
-        "not run on the fabric ('bottleneck reward | best static' and 'bottleneck reward "
-        "| median template' are the 32-template sweep on one switch)",
+        "SECN1, SECN2 and the best static template: each of the 32 templates ACC chooses "
+        "among held on every port through the same experiment on training traffic (seed + "
+        "1000), the winner by the learners' reward over busy queues, evaluated on the test "
+        "seed (heterogeneous and message runs; not the RDMA/TCP sharing runs). Fig. 2's "
+        "premise is tested on one bottleneck apart (the 'premise' rows)",
+        "ACC maximises that reward: the best fixed choice among its own actions, by its own "
+        "objective, on other traffic than it is scored on, is what learning must beat to "
+        "pay",
+        "'... | best static' rows and the ACC-vs-best-static claims; 'bottleneck reward | "
+        "best static' is the same sweep on one switch",
     ),
 )
 
