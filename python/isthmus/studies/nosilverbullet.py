@@ -2,41 +2,53 @@
 
 Reproduces the six pairwise experiments of Sivaraman, Winstein, Subramanian and
 Balakrishnan, "No Silver Bullet: Extending SDN to the Data Plane" (HotNets 2013), as
-the authors' ns-2 scripts set them up:
+the authors' ns-2 scripts set them up (github.com/hbatmit/ns2.35, branch
+sdn-data-plane-hotnets13-reproduce, tcl/ex/congctrl/: `result_scripts/*.sh`,
+`mixed_sims.tcl`, `longrunning_sims.tcl`, `remy2.tcl`, `sender-app.tcl`, `stats.tcl`):
 
-    server ──(1 ms)── switch ══(bottleneck, 74 ms)══ client      (150 ms minimum RTT)
+    server ──(1 Gbit/s, 1 ms)── switch ══(bottleneck)══ client
 
-1. Links: a fixed 15 Mbit/s bottleneck, or the Verizon LTE downlink trace (the one
-   shipped: mahimahi's Verizon-LTE-short, 140 s long, 5.0 Mbit/s on average, replayed
-   in a loop; the paper's 1000 s Sprout trace is not available here) with ACKs back over
-   a fixed 100 Mbit/s reverse path; the same 150 ms minimum RTT as the fixed link,
-   where the scripts' LTE runs have about 302 ms (`DEPARTURES` lists every way this
-   set-up differs from the scripts). Buffers effectively unlimited (100,000 packets),
-   receive window unlimited.
+1. Links: a fixed 15 Mbit/s bottleneck, 74 ms each way (150 ms minimum RTT); or the
+   Verizon LTE downlink trace (the one shipped: mahimahi's Verizon-LTE-short, 140 s
+   long, 5.0 Mbit/s on average, replayed in a loop, in place of Sprout's 1000 s
+   verizon4g trace) with ACKs back at 5.5 Mbit/s, 152 ms minimum RTT as in the scripts
+   (their trace link ignores its delay, so their 150 ms is all on the way back; here
+   75 ms each way). `DEPARTURES` lists every way this set-up differs from the scripts.
+   Buffers effectively unlimited (100,000 packets), receive window unlimited.
 2. Configurations: CoDel+FCFS (one FIFO under CoDel, 5 ms target, 100 ms interval),
    CoDel+FQ (fair queueing, each flow's queue under CoDel), Bufferbloat+FQ (the same
    FQ, no AQM), CoDel alone (a FIFO under CoDel) and drop-tail (a FIFO, no AQM). FQ is
    per flow (the scripts' stochastic FQ has 1024 bins: with two flows a collision has
    probability 1/1024).
-3. TCP as the scripts run it: NewReno without SACK, 1210 B segments (40 B of headers
-   here, 50 B there), initial window 2, initial RTO 3 s, minimum RTO 200 ms, an ACK
-   per segment.
+3. TCP as the scripts run it: NewReno without SACK, 1210 B segments with the timestamps
+   option (52 B of headers here, 50 B there), initial window 2, initial RTO 3 s, minimum
+   RTO 200 ms, an ACK per segment, and slow-start restart after an idle RTO (ns-2's
+   default, which the scripts keep; the engine's restart is Linux's).
 4. Traffic (long-running flows start at random in the first second): bulk = one
-   long-running TCP transfer, scored by throughput; web = one
-   persistent connection per client that fetches pages one after another (page sizes
-   drawn from the bundled Facebook web-server distribution plus 16,384 B, in place of
-   the scripts' Allman/ICSI table; exponential OFF periods of mean 0.2 s), scored by
-   the 99.9th-percentile page completion time over the pages of all seeds pooled
-   (index floor(0.999 n)); interactive = a long-running TCP flow scored by throughput
-   over its round-trip time (mean one-way delay of its data plus the 75 ms way back).
-5. Experiments (each runs both configurations of its pair): 1a CoDel+FCFS vs CoDel+FQ,
-   2 bulk, LTE; 1b the same pair, 1 bulk + 1 web, 15 Mbit/s; 2a Bufferbloat+FQ vs
-   CoDel+FQ, bulk + web, LTE; 2b the same pair, 2 interactive, 15 Mbit/s; 3a / 3b CoDel
-   vs drop-tail, one long flow scored as bulk (3a) and as interactive (3b), LTE.
-   1b and 2a add our own per-class data plane as an extra row (web in a strict-priority
-   class above bulk, drop-tail), labelled as ours.
+   long-running TCP transfer, scored by throughput counted as the scripts count it
+   (every delivered segment as 1260 B: payload and 50 B of headers); web = one
+   persistent connection that fetches pages one after another: sizes drawn from the
+   Allman/ICSI table the scripts sample (`studies/data/allman_icsi__ns2remy.txt`) plus
+   16,384 B, rounded up to whole segments; the first page after half an OFF period, each
+   next one an exponential OFF period (mean 0.2 s) after the sender has the ACK of the
+   last one's last byte. A page's time runs from its start to that ACK (the receiver's
+   last byte plus the ACK's way back), and the page still in progress at the end counts
+   with its elapsed time if any of it has arrived, as the scripts' `dumpstats` does.
+   Web is scored by the 99.9th percentile of the page times of all seeds pooled (index
+   floor(0.999 n)); interactive = a long-running TCP flow scored by throughput (as bulk)
+   over its round-trip time (mean one-way delay of its data plus the ACK's way back).
+5. Experiments (each runs both configurations of its pair, for as long as the scripts
+   run it): 1a CoDel+FCFS vs CoDel+FQ, 2 bulk, LTE, 1000 s; 1b the same pair, 1 bulk +
+   1 web, 15 Mbit/s, 1000 s; 2a Bufferbloat+FQ vs CoDel+FQ, bulk + web, LTE, 250 s; 2b
+   the same pair, 2 interactive, 15 Mbit/s, 250 s; 3a / 3b CoDel vs drop-tail, one long
+   flow scored as bulk (3a) and as interactive (3b), LTE, 250 s. 1b and 2a add our own
+   per-class data plane as an extra row (web in a strict-priority class above bulk,
+   drop-tail), labelled as ours.
 6. A configuration wins an objective only where the 95 % interval of the difference
    (over seeds for means; a seed bootstrap for the pooled web tail) excludes zero.
+7. Sensitivity: the pairs of 1b and 2a run again with the study's earlier choices where
+   they could change a verdict: the Facebook web-server page sizes in place of the
+   Allman/ICSI table, no slow-start restart, and 100 s runs (the last not in --quick).
 
 The slides give two cells, both from 1b: CoDel+FCFS bulk 3.9 Mbit/s and web tail 43 s;
 CoDel+FQ 11.2 Mbit/s and 21 s.
@@ -44,7 +56,8 @@ CoDel+FQ 11.2 Mbit/s and 21 s.
 
 from __future__ import annotations
 
-from functools import partial
+from functools import cache, partial
+from pathlib import Path
 
 import numpy as np
 
@@ -57,83 +70,88 @@ from isthmus.simulation import Simulation
 from isthmus.studies import Claim, Departure, StudyTable
 from isthmus.topology import Link, Topology
 from isthmus.transport import TcpParams
-from isthmus.workload import size_distribution
+from isthmus.units import rate_bps, time_ps
+from isthmus.workload import SizeDistribution, size_distribution
 
 NAME = "nosilverbullet"
 TITLE = 'Sivaraman et al., "No Silver Bullet: Extending SDN to the Data Plane" (HotNets 2013)'
 DEPARTURES = (
     Departure(
         "traffic",
-        "The LTE runs (1a, 2a, 3a, 3b) replay Sprout's 1000 s verizon4g downlink trace",
+        "The LTE runs (1a, 2a, 3a, 3b) replay Sprout's 1000 s verizon4g downlink trace "
+        "(link/trace_data/downlink-verizon4g.pps in the authors' ns-2 repository)",
         "mahimahi's Verizon-LTE-short downlink: 140 s long, 5.0 Mbit/s on average, "
         "replayed in a loop",
-        "Sprout's trace is not available here; Verizon-LTE-short is the Verizon LTE "
-        "downlink trace bundled with isthmus (isthmus.link_traces)",
+        "The verizon4g file's content is not in the copy of the authors' repository "
+        "available here; Verizon-LTE-short is the Verizon LTE downlink trace bundled with "
+        "isthmus (isthmus.link_traces)",
         "not run",
     ),
     Departure(
         "topology",
-        "In the scripts' LTE runs the bottleneck's delay applies in both directions: "
-        "about 302 ms minimum RTT",
-        "150 ms minimum RTT on the LTE link as on the fixed one (74 ms each way on the "
-        "bottleneck, 1 ms access link); the interactive score adds 75 ms for the way back "
-        "on both links",
-        "The study uses one topology for both links (the fixed link's delays); not yet "
-        "changed to the scripts' LTE delay. The minimum RTT bears on every LTE result: "
-        "window growth, CoDel's 100 ms interval against the RTT, the interactive score",
-        "not run",
+        "In the LTE runs the trace link ignores its 150 ms delay (ns-2's TraceLink "
+        "delivers each packet at the trace's next opportunity), so the 150 ms lies on the "
+        "ACKs' way back only: 152 ms minimum RTT with the two 1 ms access links",
+        "The same 152 ms, as 75 ms each way on the bottleneck (ACKs back at the scripts' "
+        "5.5 Mbit/s)",
+        "One link carries both directions here, with one delay. Nothing measured depends "
+        "on the split: TCP sees the round trip, CoDel the queue's sojourn time, and the "
+        "interactive score adds the data's one-way delay to the ACK's way back",
+        "not run: no measure depends on the split",
     ),
     Departure(
-        "traffic",
-        "Web page sizes from the Allman/ICSI table (tcl/ex/congctrl/flowcdf-allman-icsi.tcl "
-        "in the authors' ns-2 repository: 90th percentile 30 KB, largest 3.3 GB), plus "
-        "16,384 B",
-        "The bundled Facebook web-server distribution (meta_webserver_all__parsimon) plus "
-        "the scripts' 16,384 B: 90th percentile 79 KB, largest 19.8 MB",
-        "The Allman/ICSI table is not bundled with isthmus. The two differ in both body and "
-        "tail, and the web tail (99.9th percentile page time) is set by the tail",
-        "not run",
+        "transport",
+        "ns-2's slow-start restart (slow_start_restart_, on by default and in the "
+        "scripts): the retransmission timer, restarted by the ACK of the last byte, "
+        "expires with nothing outstanding and sets the window to 1 segment, ssthresh "
+        "unchanged; again every RTO while idle",
+        "The engine's restart, Linux's (slow_start_after_idle): a sender idle longer than "
+        "its RTO since its last data halves its window once per RTO idle, down to the "
+        "initial window (2 segments), ssthresh at least 3/4 of the window",
+        "The engine has one restart rule, Linux's; ns-2's would be an engine change. "
+        "Here a restart follows a shorter idle spell (counted from the last data sent, "
+        "one round trip before its ACK) but starts from a larger window",
+        "[no slow-start restart] rows: 1b and 2a without any restart (the engine's "
+        "default, the study's earlier setting)",
     ),
     Departure(
-        "run length",
-        "1a and 1b run 1000 s, 2a, 2b, 3a and 3b 250 s",
-        "100 s a run in every experiment (--quick: 20 s)",
-        "Cost: 1b and 2a run 74 seeds at three configurations each; at 100 s the full "
-        "study takes about 2.5 minutes here. Shorter runs hold fewer pages a seed and "
-        "weigh the first second's start-up more",
+        "packet size",
+        "1210 B segments with 50 B of headers (40 B and the 10 B timestamps option)",
+        "1210 B segments with 52 B of headers (40 B and the 12 B timestamps option)",
+        "The engine's timestamps option takes 12 B with its padding, as on the wire; "
+        "the difference is 0.16 % of a packet",
         "not run",
     ),
     Departure(
         "metric",
-        "A page ends when its sender receives the ACK of its last byte; bulk throughput "
-        "counts the 50 B of headers of every packet",
-        "A page ends (and its OFF period starts) when the receiver has its last byte, "
-        "about one way (75 ms here) before its ACK reaches the sender; bulk throughput "
-        "counts payload only, 1210 of every 1260 B the scripts would count: 4 % below "
-        "their measure for the same packets",
-        "The engine's message and flow counters measure what the receiver got. If the "
-        "slides' bulk cells (3.9, 11.2 Mbit/s) were measured as the scripts measure, they "
-        "count headers and ours do not",
+        "A page ends at the first 5 ms poll (sender-app.tcl's checkinterval) after its "
+        "sender has the ACK of its last byte; its OFF period starts there",
+        "A page ends when its sender has that ACK, taken as the receiver's last byte plus "
+        "the ACK's way back on an empty path (75.03 ms fixed, 76.08 ms LTE); its OFF "
+        "period starts there",
+        "The engine records a message's completion at the receiver. Only ACKs travel "
+        "back, so their way back has no queue to speak of; the 5 ms poll adds 0-5 ms to "
+        "page times whose tails are seconds",
         "not run",
     ),
     Departure(
-        "transport",
-        "ns-2's TCP (as Linux by default) restarts its window after an idle period longer "
-        "than its RTO (slow-start restart)",
-        "The hosts' TCP does not (TcpParams' slow_start_after_idle is off, the engine's "
-        "default; the linux profile has it on): a web connection keeps the window of its "
-        "last page across OFF periods (mean 0.2 s, near the 200 ms minimum RTO)",
-        "The study's TcpParams list the scripts' parameters and leave this one at the "
-        "engine's default. Without the restart, pages that follow an OFF period longer "
-        "than the RTO finish sooner than in the scripts, which bears on the web tails of "
-        "1b and 2a",
+        "metric",
+        "2b and 3b report an interactive flow's throughput and its mean RTT (the "
+        "sender's RTT estimate, polled every 5 ms) apart; the paper's objective is "
+        "throughput over delay",
+        "One score: throughput over RTT, with the RTT the mean one-way delay of the "
+        "flow's data packets plus the ACK's way back",
+        "The engine records each packet's one-way delay, not the sender's RTT samples; "
+        "the two differ in weighting (per packet here, per 5 ms there)",
         "not run",
     ),
     Departure(
-        "packet size",
-        "1210 B segments with 50 B of headers",
-        "1210 B segments with 40 B of headers",
-        "The engine's TCP/IP header is 40 B; the difference is 0.8 % of a packet",
+        "run length",
+        "74 seeds of 1b and 2a; one seed of 1a, 2b, 3a and 3b",
+        "The seeds given (--seeds N), at least 5: N seeds of every experiment",
+        "Cost: a 1000 s run of 1b takes 3 s here (11 s with the per-class row), so 74 "
+        "seeds of 1b with its sensitivity rows take about 40 minutes on one core; one "
+        "seed gives no interval to judge a verdict by",
         "not run",
     ),
     Departure(
@@ -145,7 +163,7 @@ DEPARTURES = (
     ),
     Departure(
         "traffic",
-        "The scripts' long-running flows do not start at random",
+        "The long-running flows start at 0 s",
         "Bulk and interactive flows start at random in the first second",
         "So that seeds differ",
         "not run",
@@ -164,7 +182,7 @@ CONFIGURATIONS = {
         scheduler=StrictPriority(kind="strict_priority", classes=2), aqm=DropTail()
     ),
 }
-# (pair, workloads, link, how a lone long flow is scored)
+# (configurations, the first two the paper's pair; workloads; link)
 EXPERIMENTS = {
     "1a": (("CoDel+FCFS", "CoDel+FQ"), ("bulk", "bulk"), "lte"),
     "1b": (("CoDel+FCFS", "CoDel+FQ", "Per-class SP (ours)"), ("bulk", "web"), "fixed"),
@@ -173,6 +191,16 @@ EXPERIMENTS = {
     "3a": (("CoDel", "drop-tail"), ("bulk",), "lte"),
     "3b": (("CoDel", "drop-tail"), ("interactive",), "lte"),
 }
+# The scripts' settings ("" names them) and the study's earlier choices, each run again
+# on the pair of the experiments named (the sensitivity rows; `seconds` replaces the
+# experiment's run length).
+VARIANTS = {
+    "": {"sizes": "icsi", "restart": True},
+    "Facebook sizes": {"sizes": "facebook", "restart": True},
+    "no slow-start restart": {"sizes": "icsi", "restart": False},
+    "100 s runs": {"sizes": "icsi", "restart": True, "seconds": 100.0},
+}
+SENSITIVITY = {v: ("1b", "2a") for v in VARIANTS if v}
 # The slides' two known cells (experiment 1b): bulk Mbit/s, web tail s.
 PAPER = {("CoDel+FCFS", "bulk"): 3.9, ("CoDel+FCFS", "web"): 43.0}
 PAPER.update({("CoDel+FQ", "bulk"): 11.2, ("CoDel+FQ", "web"): 21.0})
@@ -184,56 +212,111 @@ TCP = TcpParams(
     sack=False,
     ack_every=1,
     rwnd="1GB",
-    timestamps=False,
+    timestamps=True,  # the scripts set Agent/TCP timestamps_ true
+    slow_start_after_idle=True,  # ns-2's Agent/TCP slow_start_restart_ default
 )
-WEB_EXTRA_BYTES = 16_384
+MSS = TCP.as_core()["mss"]
+# The scripts count 50 B of headers a segment (opt(hdrsize)): 1260 B a segment.
+SCRIPTS_SEGMENT_BYTES = MSS + 50
+ACK_BYTES = 40 + 12  # a pure ACK's headers with the timestamps option
+ACCESS = Link("1Gbps", "1ms")  # the scripts' accessrate and accessdelay
+BOTTLENECK = {
+    "fixed": Link("15Mbps", "74ms"),
+    # Their 150 ms on the way back only (the trace link ignores its delay); here 75 ms
+    # each way, the same round trip. 5.5 Mbit/s: vz4gdown.tcl's bneck, the ACKs' rate.
+    "lte": Link("5.5Mbps", "75ms"),
+}
+LTE_TRACE = "Verizon-LTE-short.down"
+SIZES_ICSI = Path(__file__).parent / "data" / "allman_icsi__ns2remy.txt"
+SIZES_FACEBOOK = "meta_webserver_all__parsimon"
+WEB_EXTRA_BYTES = 16_384  # the scripts' -flowoffset
 WEB_OFF_MEAN_S = 0.2
-REVERSE_S = 0.075
-FULL = {"seconds": 100.0, "seeds": {"1b": 74, "2a": 74}, "other_seeds": 10}
-QUICK = {"seconds": 20.0, "seeds": {"1b": 8, "2a": 8}, "other_seeds": 3}
+# How long each experiment runs (the scripts' lengths in full), the fewest seeds it
+# runs (`--seeds` may ask for more), and the sensitivity variants run (the quick run's
+# are 20 s long already).
+FULL = {
+    "seconds": {"1a": 1000.0, "1b": 1000.0, "2a": 250.0, "2b": 250.0, "3a": 250.0, "3b": 250.0},
+    "seeds": {},
+    "other_seeds": 5,
+    "sensitivity": list(SENSITIVITY),
+}
+QUICK = {
+    "seconds": {e: 20.0 for e in EXPERIMENTS},
+    "seeds": {"1b": 8, "2a": 8},
+    "other_seeds": 3,
+    "sensitivity": ["Facebook sizes", "no slow-start restart"],
+}
 SERVER, CLIENT = 0, 1
 HIGHER_IS_BETTER = {"bulk": True, "interactive": True, "web": False}
 UNITS = {"bulk": "Mbit/s", "interactive": "Mbit/s/s", "web": "s"}
 
 
 def topology(link: str) -> Topology:
-    bottleneck = Link("15Mbps", "74ms") if link == "fixed" else Link("100Mbps", "74ms")
     return Topology.custom(
         ["server", "client"],
         ["switch"],
-        [("server", "switch", Link("100Mbps", "1ms")), ("switch", "client", bottleneck)],
+        [("server", "switch", ACCESS), ("switch", "client", BOTTLENECK[link])],
     )
 
 
-def run_one(experiment: str, config: str, seed: int, seconds: float) -> dict:
+def ack_way_back(link: str) -> float:
+    """Seconds from the client's sending a pure ACK to the server's having it, with no
+    queue on the way (only ACKs travel it): store-and-forward over the bottleneck's
+    reverse direction, then the access link."""
+    hops = (BOTTLENECK[link], ACCESS)
+    return sum(time_ps(h.delay) / 1e12 + ACK_BYTES * 8 / rate_bps(h.rate) for h in hops)
+
+
+@cache
+def page_sizes(sizes: str) -> SizeDistribution:
+    return size_distribution(str(SIZES_ICSI) if sizes == "icsi" else SIZES_FACEBOOK)
+
+
+def web_pages(sizes: str, count: int, seed: int, stream: int) -> np.ndarray:
+    """`count` page sizes as the scripts send them: a draw plus 16,384 B, rounded up to
+    whole segments (sender-app.tcl sends whole packets)."""
+    dist = page_sizes(sizes)
+    drawn = _core.sample_sizes(dist.text, dist.unit_bytes, count, seed, stream)
+    wanted = drawn.astype(np.uint64) + WEB_EXTRA_BYTES
+    return (wanted + MSS - 1) // MSS * MSS
+
+
+def scripts_mbps(payload_bytes: float, seconds: float) -> float:
+    """Throughput as the scripts count it: each delivered segment as 1260 B."""
+    return payload_bytes / MSS * SCRIPTS_SEGMENT_BYTES * 8 / seconds / 1e6
+
+
+def run_one(experiment: str, config: str, seed: int, seconds: float, variant: str = "") -> dict:
     """One configuration in one experiment: each flow's score, and the web pages'
-    completion times."""
+    times (to the sender's ACK of their last byte)."""
     _, workloads, link = EXPERIMENTS[experiment]
-    spec = CONFIGURATIONS[config]
+    setting = VARIANTS[variant]
     sim = Simulation(
         topology(link),
         seed=seed,
         host_queue=UNLIMITED,
         switch_queue=UNLIMITED,
-        tcp=TCP,
-        **spec,
+        tcp=TCP.model_copy(update={"slow_start_after_idle": setting["restart"]}),
+        **CONFIGURATIONS[config],
     )
     if link == "lte":
-        sim.set_link_trace("switch", "client", "Verizon-LTE-short.down")
+        sim.set_link_trace("switch", "client", LTE_TRACE)
     stop = round(seconds * 1e12)
+    back = ack_way_back(link)
     flows = []
     for i, workload in enumerate(workloads):
         if workload == "web":
             rng = np.random.default_rng([seed, 2013, i])
-            dist = size_distribution("meta_webserver_all__parsimon")
             pages = int(seconds / WEB_OFF_MEAN_S) + 10
-            sizes = _core.sample_sizes(dist.text, dist.unit_bytes, pages, seed, 2013 + i)
-            thinks = np.round(rng.exponential(WEB_OFF_MEAN_S, size=pages) * 1e12)
+            # The next page's OFF period starts when the sender has the ACK of the last
+            # byte: the receiver's last byte plus the ACK's way back.
+            offs = rng.exponential(WEB_OFF_MEAN_S, size=pages)
             flow = sim.add_message_flow(
                 SERVER,
                 CLIENT,
-                sizes.astype(np.uint64) + WEB_EXTRA_BYTES,
-                thinks.astype(np.uint64),
+                web_pages(setting["sizes"], pages, seed, 2013 + i),
+                np.round((offs + back) * 1e12).astype(np.uint64),
+                start=round(0.5 * rng.exponential(WEB_OFF_MEAN_S) * 1e12),
                 stop=stop,
                 transport="tcp",
             )
@@ -257,48 +340,85 @@ def run_one(experiment: str, config: str, seed: int, seconds: float) -> dict:
     }
     for workload, flow in flows:
         if workload == "web":
-            m = sim.messages()
-            mine = (m["flow"] == flow) & (m["finish_ps"] >= 0)
-            out["pages_s"] += ((m["finish_ps"][mine] - m["start_ps"][mine]) / 1e12).tolist()
+            out["pages_s"] += _page_times(sim.messages(), table, flow, stop, back)
             continue
         lived = seconds - table["start_ps"][flow] / 1e12
-        mbps = table["bytes_delivered"][flow] * 8 / lived / 1e6
+        mbps = scripts_mbps(float(table["bytes_delivered"][flow]), float(lived))
         if workload == "bulk":
-            out["scores"].append(("bulk", float(mbps)))
+            out["scores"].append(("bulk", mbps))
         else:
             one_way = table["delay_sum_ps"][flow] / max(table["delay_packets"][flow], 1) / 1e12
-            out["scores"].append(("interactive", float(mbps / (one_way + REVERSE_S))))
+            out["scores"].append(("interactive", float(mbps / (one_way + back))))
     return out
 
 
-def seeds_for(experiment: str, settings: dict, first: int) -> list[int]:
-    n = settings["seeds"].get(experiment, settings["other_seeds"])
-    return list(range(first, first + n))
+def _page_times(messages: dict, table: dict, flow: int, stop: int, back: float) -> list[float]:
+    """Each finished page's time to the sender's ACK of its last byte; and, as the
+    scripts' dumpstats, the page in progress at the end with its elapsed time if any of
+    it has arrived."""
+    mine = messages["flow"] == flow
+    done = mine & (messages["finish_ps"] >= 0)
+    times = ((messages["finish_ps"][done] - messages["start_ps"][done]) / 1e12 + back).tolist()
+    arrived = int(table["bytes_delivered"][flow]) - int(messages["size"][done].sum())
+    open_pages = mine & (messages["finish_ps"] < 0) & (messages["start_ps"] < stop)
+    if arrived > 0 and open_pages.any():
+        times.append(float((stop - messages["start_ps"][open_pages].min()) / 1e12))
+    return times
+
+
+def seeds_for(experiment: str, settings: dict, seeds: list[int]) -> list[int]:
+    """The seeds given, or more where the settings ask for more (the quick run's
+    pooled web tails need pages from 8 seeds)."""
+    n = max(len(seeds), settings["seeds"].get(experiment, settings["other_seeds"]))
+    return list(range(seeds[0], seeds[0] + n))
+
+
+def _runs(settings: dict) -> list[tuple[str, str, str]]:
+    """(experiment, variant, configuration) of every row: the scripts' settings for
+    every configuration, then each sensitivity variant the settings name for the pair."""
+    main = [(e, "", c) for e, (configs, _, _) in EXPERIMENTS.items() for c in configs]
+    again = [
+        (e, v, c)
+        for v in settings["sensitivity"]
+        for e in SENSITIVITY[v]
+        for c in EXPERIMENTS[e][0][:2]
+    ]
+    return main + again
 
 
 def jobs(settings: dict, seeds: list[int]) -> list[Job]:
-    """Every experiment, both (or all) configurations, over its seeds (74 for 1b and 2a
-    in full; `seeds` picks the first seed, so `--seeds 5` starts at 1 as every study
-    does)."""
+    """Every experiment, both (or all) configurations, over the seeds given (at least 5
+    in full; the scripts ran 74 seeds of 1b and 2a, which `--seeds 74` does), then the
+    sensitivity rows."""
     return [
         Job(
             e,
             c,
             s,
             run_one,
-            {"experiment": e, "config": c, "seed": s, "seconds": settings["seconds"]},
+            {
+                "experiment": e,
+                "config": c,
+                "seed": s,
+                "seconds": VARIANTS[v].get("seconds", settings["seconds"][e]),
+                "variant": v,
+            },
+            variant=v,
         )
-        for e, (configs, _, _) in EXPERIMENTS.items()
-        for c in configs
-        for s in seeds_for(e, settings, seeds[0])
+        for e, v, c in _runs(settings)
+        for s in seeds_for(e, settings, seeds)
     ]
 
 
-def _per_seed(results: Results, experiment: str, config: str, workload: str) -> list[float]:
+def _per_seed(
+    results: Results, experiment: str, config: str, workload: str, variant: str = ""
+) -> list[float]:
     """The workload's score in each seed (the mean over its flows of that kind)."""
     return [
         float(np.mean([v for w, v in scores if w == workload]))
-        for scores in results.values("scores", experiment=experiment, scheme=config)
+        for scores in results.values(
+            "scores", experiment=experiment, scheme=config, variant=variant
+        )
     ]
 
 
@@ -310,15 +430,18 @@ def pooled_tail(pages: list[list[float]]) -> float:
     return float(pooled[min(int(np.floor(0.999 * pooled.size)), pooled.size - 1)])
 
 
-def _duel(results: Results, experiment: str, workload: str) -> tuple[str | None, str]:
+def _duel(
+    results: Results, experiment: str, workload: str, variant: str = ""
+) -> tuple[str | None, str]:
     """The configuration of the experiment's pair that is better for `workload` (None
     where the 95 % interval of the difference includes zero), and the evidence."""
     first, second = EXPERIMENTS[experiment][0][:2]
+    where = {"experiment": experiment, "variant": variant}
     if workload == "web":
-        a, b = (results.values("pages_s", experiment=experiment, scheme=c) for c in (first, second))
+        a, b = (results.values("pages_s", scheme=c, **where) for c in (first, second))
         judge = partial(better_pooled, a=a, b=b, statistic=pooled_tail)
     else:
-        a, b = (_per_seed(results, experiment, c, workload) for c in (first, second))
+        a, b = (_per_seed(results, experiment, c, workload, variant) for c in (first, second))
         judge = partial(better, a=a, b=b)
     judge = partial(judge, names=(first, second), unit=f" {UNITS[workload]}")
     # Both sides judged on the one interval of first - second.
@@ -328,41 +451,54 @@ def _duel(results: Results, experiment: str, workload: str) -> tuple[str | None,
     return (first if won.holds else second if lost.holds else None), won.evidence
 
 
-def verdicts(results: Results) -> dict[tuple[str, str], str | None]:
+def verdicts(results: Results, variant: str = "") -> dict[tuple[str, str], str | None]:
     """For each (experiment, workload objective): the winning configuration of the
-    paper's pair, or None where the interval includes zero."""
-    return {key: winner for key, (winner, _) in _duels(results).items()}
+    paper's pair, or None where the interval includes zero; with `variant`, in that
+    sensitivity run."""
+    return {key: winner for key, (winner, _) in _duels(results, variant).items()}
 
 
-def _duels(results: Results) -> dict[tuple[str, str], tuple[str | None, str]]:
+def _duels(results: Results, variant: str = "") -> dict[tuple[str, str], tuple[str | None, str]]:
+    experiments = SENSITIVITY[variant] if variant else EXPERIMENTS
     return {
-        (experiment, workload): _duel(results, experiment, workload)
-        for experiment, (_, workloads, _) in EXPERIMENTS.items()
-        for workload in dict.fromkeys(workloads)
+        (experiment, workload): _duel(results, experiment, workload, variant)
+        for experiment in experiments
+        for workload in dict.fromkeys(EXPERIMENTS[experiment][1])
     }
+
+
+def _seconds(settings: dict) -> str:
+    by_length: dict[float, list[str]] = {}
+    for experiment, seconds in settings["seconds"].items():
+        by_length.setdefault(seconds, []).append(experiment)
+    if len(by_length) == 1:
+        return f"{next(iter(by_length)):g} s a run"
+    return ", ".join(f"{', '.join(e)}: {s:g} s" for s, e in by_length.items())
 
 
 def table(results: Results) -> StudyTable:
     rows = []
-    for experiment, (configs, workloads, link) in EXPERIMENTS.items():
-        seeds = len(results.distinct("seed", experiment=experiment))
-        for config in configs:
-            for workload in dict.fromkeys(workloads):
-                if workload == "web":
-                    pages = results.values("pages_s", experiment=experiment, scheme=config)
-                    ours = f"{pooled_tail(pages):.2f} s (n={sum(len(p) for p in pages)})"
-                else:
-                    per_seed = _per_seed(results, experiment, config, workload)
-                    ours = f"{cell(per_seed, 2)} {UNITS[workload]}"
-                paper = PAPER.get((config, workload)) if experiment == "1b" else None
-                rows.append(
-                    [
-                        f"{experiment} {link} {workload} | {config}",
-                        ours,
-                        "" if paper is None else f"{paper:g}",
-                        str(seeds),
-                    ]
-                )
+    for experiment, variant, config in _runs(results.settings):
+        _, workloads, link = EXPERIMENTS[experiment]
+        where = {"experiment": experiment, "variant": variant, "scheme": config}
+        seeds = len(results.distinct("seed", **where))
+        label = f"{experiment} {link}" + (f" [{variant}]" if variant else "")
+        for workload in dict.fromkeys(workloads):
+            if workload == "web":
+                pages = results.values("pages_s", **where)
+                ours = f"{pooled_tail(pages):.2f} s (n={sum(len(p) for p in pages)})"
+            else:
+                per_seed = _per_seed(results, experiment, config, workload, variant)
+                ours = f"{cell(per_seed, 2)} {UNITS[workload]}"
+            paper = PAPER.get((config, workload)) if experiment == "1b" and not variant else None
+            rows.append(
+                [
+                    f"{label} {workload} | {config}",
+                    ours,
+                    "" if paper is None else f"{paper:g}",
+                    str(seeds),
+                ]
+            )
     duels = _duels(results)
     claims = [
         Claim(
@@ -373,6 +509,20 @@ def table(results: Results) -> StudyTable:
         )
         for (experiment, workload), (winner, evidence) in duels.items()
     ]
+    for variant in results.settings["sensitivity"]:
+        again = _duels(results, variant)
+        claims.append(
+            Claim(
+                f"Sensitivity: with {variant}, {' and '.join(SENSITIVITY[variant])} reach the "
+                "verdicts of the scripts' setting",
+                all(again[k][0] == duels[k][0] for k in again),
+                "; ".join(
+                    f"{e} {w}: {again[(e, w)][0] or 'neither'} "
+                    f"(scripts' setting: {duels[(e, w)][0] or 'neither'})"
+                    for e, w in again
+                ),
+            )
+        )
     decided = {k: w for k, (w, _) in duels.items() if w is not None}
     sides: dict[tuple[str, ...], set[str]] = {}
     for (experiment, _), winner in decided.items():
@@ -387,20 +537,22 @@ def table(results: Results) -> StudyTable:
     )
     return StudyTable(
         title=(
-            f"No silver bullet: six pairwise experiments, {results.settings['seconds']:g} s a "
-            "run, 150 ms minimum RTT"
+            "No silver bullet: six pairwise experiments as the authors' ns-2 scripts set "
+            f"them up ({_seconds(results.settings)})"
         ),
         columns=["experiment link objective | configuration", "ours", "slides", "seeds"],
         rows=rows,
         claims=claims,
         notes=[
-            "bulk: throughput (Mbit/s, mean ± 95 % interval over seeds); web: 99.9th "
-            "percentile of every seed's page times pooled (s, n pages); interactive: "
-            "throughput / RTT (Mbit/s per s). A configuration wins only where the 95 % "
-            "interval of the difference excludes zero (Welch over seeds; for the web tail "
-            "a seed bootstrap). The slides give two cells, both from 1b.",
+            "bulk: throughput counted as the scripts count it (1260 B a segment; Mbit/s, "
+            "mean ± 95 % interval over seeds); web: 99.9th percentile of every seed's page "
+            "times (to the sender's ACK) pooled (s, n pages); interactive: throughput / "
+            "RTT (Mbit/s per s). A configuration wins only where the 95 % interval of the "
+            "difference excludes zero (Welch over seeds; for the web tail a seed "
+            "bootstrap). The slides give two cells, both from 1b.",
             "LTE = mahimahi's Verizon-LTE-short downlink (140 s, 5.0 Mbit/s mean, looped) "
-            "in place of the 1000 s Sprout trace; web pages from the Facebook web-server "
-            "distribution + 16,384 B in place of the Allman/ICSI table (docs/nosilverbullet.md).",
+            "in place of the 1000 s verizon4g trace; web pages from the Allman/ICSI table "
+            "the scripts sample. Rows in [brackets] rerun the pair with one of the study's "
+            "earlier choices (docs/nosilverbullet.md).",
         ],
     )
