@@ -107,9 +107,14 @@ def test_observations_and_rewards_follow_their_formulas():
     assert utilisation == pytest.approx([1.0, 0.5])
     # Queue term 1 - log2(1 + q / q_ref): 1 empty, 0 at the reference.
     assert rewards == pytest.approx([0.5 * 1.0 + 0.5 * 1.0, 0.5 * 0.5 + 0.5 * 0.0])
-    latest = states.reshape(2, 2, 5)[:, -1]
+    latest = states[:, :-2].reshape(2, 2, 5)[:, -1]
     assert latest[0] == pytest.approx([0.0, 1.0, 0.2, 0.2, 3 / (NUM_TEMPLATES - 1)])
     assert latest[1][:4] == pytest.approx([1.0, 0.5, 0.0, 0.0])
+    # What tells the queues apart, for one network serving both: rate / 100 Gb/s, class.
+    assert states[:, -2:].tolist() == [[0.25, 0.0], [1.0, 0.0]]
+    # Loaded: queue 0 sent at line rate, queue 1 half; a queue carrying only a trickle
+    # (acknowledgements) would not be.
+    assert observer.loaded.tolist() == [True, True]
     assert templates(100e9)[0] == (8000, 32000, 0.01) and len(templates(25e9)) == NUM_TEMPLATES
     # The queue term does not level off: 2 MB scores below 1 MB below 400 KB at 25 Gb/s.
     terms = queue_term(np.array([400e3, 1e6, 2e6]), 100e3)
@@ -125,10 +130,13 @@ def _small_fabric(seed: int) -> Simulation:
     return sim
 
 
-def test_acc_agents_tune_busy_queues_and_skip_idle_ones(tmp_path):
+@pytest.mark.parametrize("model", ["shared", "per-queue"])
+def test_acc_agents_tune_busy_queues_and_skip_idle_ones(tmp_path, model):
     sim = _small_fabric(1)
     plane = ControlPlane(sim)
-    agents = plane.add_agents(Acc, interval="50us", seed=1, settings=DqnSettings(batch=8))
+    agents = plane.add_agents(
+        Acc, interval="50us", seed=1, settings=DqnSettings(batch=8), model=model
+    )
     plane.run("2ms")
     by_name = {a.switch.name: a for a in agents}
     # leaf1's port to h3 is the bottleneck of the 3-to-1 incast; leaf0's host ports and
@@ -136,7 +144,12 @@ def test_acc_agents_tune_busy_queues_and_skip_idle_ones(tmp_path):
     busy, idle = by_name["leaf1"], by_name["spine0"]
     assert busy.decisions > 0 and busy.steps == 40
     assert busy.skipped > 0, "leaf1's idle host ports are skipped"
-    assert len(busy.losses) > 0, "it trains online"
+    # The shared network trains once an interval for every switch (the first agent to
+    # step asks); per-queue learners train on each switch.
+    assert sum(len(a.losses) for a in agents) >= (30 if model == "shared" else 1)
+    assert len(busy.losses) > 0 or model == "shared", "it trains online"
+    if model == "shared":
+        assert len({id(a.dqn) for a in agents}) == 1, "one network for every switch"
     port = sim.port_towards("leaf1", "h3")
     learner = int(np.flatnonzero(busy.port == port)[0])
     kmin, kmax, pmax = busy.templates[learner][busy.template[learner]]
@@ -147,15 +160,21 @@ def test_acc_agents_tune_busy_queues_and_skip_idle_ones(tmp_path):
     save_models(agents, path)
     saved = read_models(path)
     again = ControlPlane(_small_fabric(2))
-    reloaded = again.add_agents(Acc, interval="50us", pretrained=saved, train=False)
+    reloaded = again.add_agents(Acc, interval="50us", pretrained=saved, train=False, model=model)
     again.run("100us")
     x = np.random.default_rng(0).random((busy.learners, busy.observer.state_dim)).astype(np.float32)
     twin = {a.switch.name: a for a in reloaded}["leaf1"]
     assert np.allclose(twin.dqn.q_values(x), busy.dqn.q_values(x))
-    with pytest.raises(ValueError, match="no learners for switch 'spine0'; they have leaf1"):
-        third = ControlPlane(_small_fabric(3))
-        third.add_agents(Acc, pretrained={"leaf1": saved["leaf1"]})
-        third.run("100us")
+    other = "per-queue" if model == "shared" else "shared"
+    with pytest.raises(ValueError, match=f"this agent uses .*give model='{model}'"):
+        mismatched = ControlPlane(_small_fabric(3))
+        mismatched.add_agents(Acc, pretrained=saved, model=other)
+        mismatched.run("100us")
+    if model == "per-queue":
+        with pytest.raises(ValueError, match="no learners for switch 'spine0'; they have leaf1"):
+            third = ControlPlane(_small_fabric(3))
+            third.add_agents(Acc, pretrained={"leaf1": saved["leaf1"]}, model=model)
+            third.run("100us")
     with pytest.raises(ValueError, match="interval must be a positive duration"):
         ControlPlane(_small_fabric(4)).add_agents(Acc, interval="0s")
     with pytest.raises(ValueError, match="has no queue of classes"):
@@ -204,7 +223,7 @@ def test_the_study_runs_and_compares_acc_with_both_static_settings(monkeypatch, 
     (training,) = results.select(experiment="training")
     episodes_s = 2 * study.QUICK["episode_ms"] / 1e3
     assert len(training["curve"]) == 2 and training["simulated_s"] == pytest.approx(episodes_s)
-    assert len(table.claims) == 7
+    assert len(table.claims) == 10
     assert sum("than the best static" in c.statement for c in table.claims) == 2
     # One seed: no claim gets a verdict, the learnability check included.
     assert all(c.holds is None for c in table.claims)

@@ -12,7 +12,7 @@ from isthmus.studies.acc.best_static import (
     BEST_STATIC,
     TRAINING_SEED_OFFSET,
     TemplateEcn,
-    mean_busy_reward,
+    loaded_reward,
     winner,
 )
 from isthmus.studies.acc.network import HOST_BPS, control, network
@@ -92,12 +92,12 @@ def test_downlink_figures_read_the_leaf_ports_facing_hosts_only():
 
 
 def test_the_sweep_picks_the_best_template_on_training_traffic():
-    swept = [31, 13, 0]  # the best last: not the first swept, nor the last index
+    swept = [31, 13, 0]  # the best in the middle: neither the first swept nor the lowest index
     result = sweep_templates(5, "messages", candidates=swept, load=0.6, span_ms=10.0)
     scores = np.array(result["scores"])
     assert len(scores) == NUM_TEMPLATES and np.isnan(np.delete(scores, swept)).all()
     assert len(set(scores[swept])) == 3, "the span separates these templates"
-    assert result["template"] == swept[int(np.argmax(scores[swept]))] == 0
+    assert result["template"] == swept[int(np.argmax(scores[swept]))] == 13
     assert result["training_seed"] == 5 + TRAINING_SEED_OFFSET
     # Scored on the training seed's traffic, not the test seed's.
     again = run_messages(5 + TRAINING_SEED_OFFSET, BEST_STATIC, 0.6, 10.0, {"template": 13})
@@ -154,7 +154,7 @@ def test_best_static_evaluation_needs_its_sweep_and_holds_the_winner_on_every_po
             )
 
 
-def test_every_scheme_is_scored_with_the_learners_reward_over_busy_queues():
+def test_every_scheme_is_scored_with_the_learners_reward_over_loaded_queues():
     sim = network(2)
     sim.add_dcqcn_flow(6, 0, 2_000_000)
     plane, agents = control(sim, "SECN2", None, 2, train=True)
@@ -162,4 +162,8 @@ def test_every_scheme_is_scored_with_the_learners_reward_over_busy_queues():
     assert all(len(a.rewards) == 3 for a in agents)
     busy = sum(int(b.sum()) for a in agents for b in a.busy)
     assert 0 < busy < sum(b.size for a in agents for b in a.busy)
-    assert 0 < mean_busy_reward(agents) < 1
+    # The flow's path (h6's port at leaf1 carries data out; leaf0's port to h0) is
+    # loaded; ports carrying only its acknowledgements are busy but not loaded.
+    loaded = sum(int(m.sum()) for a in agents for m in a.loaded)
+    assert 0 < loaded < busy
+    assert 0 < loaded_reward(agents) < 1

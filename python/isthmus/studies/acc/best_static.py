@@ -8,10 +8,12 @@
 3. Each candidate is held on every port of every switch for the whole run
    (`TemplateEcn`), and every queue is scored each 1 ms interval with the learners' own
    reward (beta x utilisation + (1 - beta) x (1 - log2(1 + q / q_ref))). A run's score
-   is the mean over busy queue-intervals (`mean_busy_reward`: a queue idle three
-   intervals in a row is left out, as `Acc` leaves it out). That is the quantity ACC's
-   learners maximise, each for its own queue: the winner is the fixed setting that does
-   best at ACC's own objective, not at any one figure of the table.
+   is the mean over loaded queue-intervals (`loaded_reward`: a queue that sent at least
+   a tenth of its link or held a tenth of its reference queue, `ecn_queues.LOADED`; an
+   idle queue, or one carrying only acknowledgements, scores about the same whatever
+   its template). That is the quantity ACC's learners maximise, each for its own
+   queue: the winner is the fixed setting that does best at ACC's own objective, not at
+   any one figure of the table.
 4. The winner is the argmax of the scores (ties to the lower index: the shorter queue).
 5. The evaluation holds the winner on the test traffic (the seed itself), measured like
    every other scheme; the runs report the same score for every scheme (`reward`), so
@@ -44,13 +46,15 @@ TRAINING_SEED_OFFSET = 1000
 class ScoredEcn(SwitchAgent):
     """Sets one ECN marking on every port of its switch once (`marking`), then scores
     each queue of `classes` every `interval` with the learners' reward (`rewards`, one
-    array an interval) and notes which were busy (`busy`), as `Acc` does."""
+    array an interval) and notes which were busy (`busy`) and loaded (`loaded`), as
+    `Acc` does."""
 
     def __init__(self, switch, interval: str = "1ms", classes: tuple[int, ...] = (0,)):
         super().__init__(switch)
         self.interval, self.classes = interval, classes
         self.rewards: list[np.ndarray] = []
         self.busy: list[np.ndarray] = []
+        self.loaded: list[np.ndarray] = []
 
     def marking(self, rate_bps: float) -> tuple[str, str, float]:
         """(Kmin, Kmax, Pmax) for a port of `rate_bps`."""
@@ -63,7 +67,9 @@ class ScoredEcn(SwitchAgent):
         queues = self.switch.queues()
         self._rows = np.flatnonzero(np.isin(queues["class"], self.classes))
         queue_rates = rates[queues["port"][self._rows].astype(int)]
-        self.observer = QueueObserver(queue_rates, queue_ref_bytes(queue_rates))
+        self.observer = QueueObserver(
+            queue_rates, queue_ref_bytes(queue_rates), classes=queues["class"][self._rows]
+        )
         self._template = np.zeros(len(self._rows))
         counters = self._counters()
         self.observer.observe(counters, 0, self._template)
@@ -83,6 +89,7 @@ class ScoredEcn(SwitchAgent):
         self._idle_for = np.where(quiet, self._idle_for + 1, 0)
         self.rewards.append(rewards)
         self.busy.append(self._idle_for < IDLE_INTERVALS)
+        self.loaded.append(self.observer.loaded)
 
 
 class TemplateEcn(ScoredEcn):
@@ -99,11 +106,11 @@ class TemplateEcn(ScoredEcn):
         return f"{kmin}B", f"{kmax}B", pmax
 
 
-def mean_busy_reward(agents: Sequence) -> float:
-    """The agents' mean reward over their busy queues' intervals (`Acc` and `ScoredEcn`
-    agents: every scheme's); NaN when no queue was busy."""
-    busy = [r[b] for a in agents for r, b in zip(a.rewards, a.busy, strict=True)]
-    values = np.concatenate(busy) if busy else np.array([])
+def loaded_reward(agents: Sequence) -> float:
+    """The agents' mean reward over their loaded queues' intervals (`Acc` and
+    `ScoredEcn` agents: every scheme's); NaN when no queue was loaded."""
+    loaded = [r[m] for a in agents for r, m in zip(a.rewards, a.loaded, strict=True)]
+    values = np.concatenate(loaded) if loaded else np.array([])
     return float(values.mean()) if values.size else float("nan")
 
 

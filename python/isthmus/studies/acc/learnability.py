@@ -12,17 +12,14 @@ from isthmus.control.apps.acc import model_states
 from isthmus.experiments import Results
 from isthmus.experiments.verdicts import cell, within
 from isthmus.rl.ecn_queues import (
-    COUNTERS,
     NUM_TEMPLATES,
-    QueueObserver,
-    queue_ref_bytes,
     templates,
 )
 from isthmus.simulation import Simulation
 from isthmus.studies import Claim
+from isthmus.studies.acc.best_static import TemplateEcn
 from isthmus.studies.acc.network import HOST_BPS, control, models_json, network
 from isthmus.topology import Link, Topology
-from isthmus.units import time_ps
 
 LEARNABILITY_SPAN_MS = 50.0
 """How long each template, and then the trained learner, is scored on the bottleneck."""
@@ -43,36 +40,6 @@ def one_bottleneck(seed: int, senders: int = BOTTLENECK_SENDERS) -> Simulation:
     return sim
 
 
-class HoldTemplate(SwitchAgent):
-    """Holds one ECN template on every port and scores every queue each `interval` with
-    the learners' own reward (`rewards`, one array an interval, as `Acc.rewards`)."""
-
-    def __init__(self, switch, template: int, interval: str = "1ms"):
-        super().__init__(switch)
-        self.template, self.interval = template, interval
-        self.rewards: list[np.ndarray] = []
-        self.loaded: list[np.ndarray] = []
-        """Each interval's mask of loaded queues, as `Acc.loaded`."""
-
-    def on_start(self) -> None:
-        rates = self.switch.ports()["rate_bps"].astype(np.float64)
-        for port, rate in enumerate(rates):
-            kmin, kmax, pmax = templates(rate)[self.template]
-            self.switch.set_ecn(port, f"{kmin}B", f"{kmax}B", pmax)
-        self.observer = QueueObserver(rates, queue_ref_bytes(rates))
-        self.held = np.full(len(rates), self.template)
-        self.observer.observe(self._counters(), 0, self.held)
-        self.every(self.interval, self.step)
-
-    def _counters(self) -> dict[str, np.ndarray]:
-        return {k: v for k, v in self.switch.queues().items() if k in COUNTERS}
-
-    def step(self) -> None:
-        _, rewards, _ = self.observer.observe(self._counters(), time_ps(self.interval), self.held)
-        self.rewards.append(rewards)
-        self.loaded.append(self.observer.loaded)
-
-
 def bottleneck_reward(agent: SwitchAgent, sim: Simulation) -> float:
     """The mean reward of the switch's queue towards h0, its first fifth (warm-up) left
     out."""
@@ -87,7 +54,7 @@ def static_sweep(seed: int, span_ms: float) -> list[float]:
     for template in range(NUM_TEMPLATES):
         sim = one_bottleneck(seed)
         plane = ControlPlane(sim)
-        (agent,) = plane.add_agents(HoldTemplate, template=template)
+        (agent,) = plane.add_agents(TemplateEcn, template=template)
         plane.run(f"{span_ms}ms")
         scores.append(bottleneck_reward(agent, sim))
     return scores

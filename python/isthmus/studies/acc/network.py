@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from isthmus.control import ControlPlane
-from isthmus.control.apps.acc import ACC_DQN, Acc
+from isthmus.control.apps.acc import ACC_DQN, ACC_SHARED_DQN, Acc, Model
 from isthmus.queues import Fq
 from isthmus.simulation import Simulation
 from isthmus.studies.acc.best_static import BEST_STATIC, ScoredEcn, TemplateEcn
@@ -89,6 +89,7 @@ def control(
     train: bool,
     classes: tuple[int, ...] = (0,),
     greedy: bool = False,
+    model: Model = "shared",
 ):
     """Attaches the scheme (ACC's learners those of `trained`, a pre-training's result,
     or untrained; `greedy`: never exploring; best static's template `trained`'s, a
@@ -103,13 +104,19 @@ def control(
         torch.manual_seed(seed)
         pretrained = None if trained is None else state_dicts(trained["models"])
         # Online after pre-training: exploration at its floor from the start.
-        settings = ACC_DQN
+        settings = ACC_SHARED_DQN if model == "shared" else ACC_DQN
         if greedy:
             settings = settings.model_copy(update={"epsilon_start": 0.0, "epsilon_min": 0.0})
         elif pretrained is not None:
             settings = settings.model_copy(update={"epsilon_start": 0.02})
         agents = plane.add_agents(
-            Acc, pretrained=pretrained, settings=settings, seed=seed, train=train, classes=classes
+            Acc,
+            pretrained=pretrained,
+            settings=settings,
+            seed=seed,
+            train=train,
+            classes=classes,
+            model=model,
         )
     elif scheme == BEST_STATIC:
         # `trained`: the template sweep's result on training traffic (or one template's).

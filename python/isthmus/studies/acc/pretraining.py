@@ -13,7 +13,7 @@ from isthmus.experiments import Results
 from isthmus.experiments.verdicts import cell, within
 from isthmus.rl.ecn_queues import NUM_TEMPLATES
 from isthmus.studies import Claim
-from isthmus.studies.acc.learnability import HoldTemplate
+from isthmus.studies.acc.best_static import TemplateEcn, loaded_reward
 from isthmus.studies.acc.network import TESTBED, FabricSize, control, models_json, network
 from isthmus.studies.acc.traffic import incast_mix
 
@@ -71,19 +71,9 @@ def static_on_incast(seed: int, span_ms: float, template: int, size: FabricSize)
     sim = network(seed, size=size)
     incast_mix(sim, np.random.default_rng([seed, 2023]), 0.0, span_ms / 1e3)
     plane = ControlPlane(sim)
-    agents = plane.add_agents(HoldTemplate, template=template)
+    agents = plane.add_agents(TemplateEcn, template=template)
     plane.run(f"{span_ms}ms")
     return loaded_reward(agents)
-
-
-def loaded_reward(agents) -> float:
-    """The agents' mean reward over their loaded queues' intervals (`LOADED`: an idle
-    queue, or one carrying only acknowledgements, scores about the same whatever its
-    template; averaging it in measures the traffic, not the choices); NaN when no queue
-    was loaded."""
-    loaded = [r[m] for a in agents for r, m in zip(a.rewards, a.loaded, strict=True)]
-    values = np.concatenate(loaded) if loaded else np.array([])
-    return float(values.mean()) if values.size else float("nan")
 
 
 CONVERGED_WITHIN = 0.01

@@ -15,7 +15,7 @@ from isthmus.studies.acc.best_static import (
     BEST_STATIC,
     CANDIDATES,
     TRAINING_SEED_OFFSET,
-    mean_busy_reward,
+    loaded_reward,
     winner,
 )
 from isthmus.studies.acc.network import HOST_BPS, TESTBED, control, network
@@ -82,7 +82,7 @@ def tor_downlinks(sim: Simulation, phases: np.ndarray) -> dict:
 def run_heterogeneous(seed: int, scheme: str, phase_ms: float, trained: dict | None = None) -> dict:
     """The three phases under `scheme`, sampled every 100 us: the mean queue over every
     switch port and the fabric links' utilisation; the paper's congested ToR ports
-    (`tor_downlinks`); each per phase; and the learners' reward over busy queues
+    (`tor_downlinks`); each per phase; and the learners' reward over loaded queues
     (`reward`), the template sweep's score."""
     sim = network(seed, sample_interval="100us")
     heterogeneous(sim, np.random.default_rng([seed, 3]), phase_ms / 1e3)
@@ -107,7 +107,7 @@ def run_heterogeneous(seed: int, scheme: str, phase_ms: float, trained: dict | N
         "phase_queue_kb": [float(queue_kb[phases == p].mean()) for p in range(3)],
         "phase_utilisation_pct": [float(utilisation[phases == p].mean() * 100) for p in range(3)],
         **tor_downlinks(sim, phases),
-        "reward": mean_busy_reward(agents),
+        "reward": loaded_reward(agents),
         "goodput_gbps": float(flows["bytes_delivered"].sum() * 8 / (end_ms / 1e3) / 1e9),
         "finished": int((flows["finish_ps"] >= 0).sum()),
         "flows": int(len(flows["finish_ps"])),
@@ -122,7 +122,7 @@ def run_messages(
     """Two senders to h0 under `scheme`: completion times per size, and the congested
     ToR port (leaf0's port to h0, the only one these messages converge on): its queue's
     mean, standard deviation and p99 over 20 us samples and its utilisation; and the
-    learners' reward over busy queues (`reward`), the sweep's score."""
+    learners' reward over loaded queues (`reward`), the sweep's score."""
     sim = network(seed, sample_interval="20us")
     messages(sim, np.random.default_rng([seed, 5, int(load * 100)]), load, span_ms / 1e3)
     plane, agents = control(sim, scheme, trained, seed, train=True)
@@ -150,7 +150,7 @@ def run_messages(
     out["queue_kb_p99"] = float(np.percentile(queue_kb, 99))
     use = _rates(samples["tx_bytes"][:, [bottleneck]], samples["time_ps"], HOST_BPS)
     out["utilisation_pct"] = float(use.mean() * 100)
-    out["reward"] = mean_busy_reward(agents)
+    out["reward"] = loaded_reward(agents)
     out["drops"] = int(ports["drop_packets"].sum())
     return out
 
@@ -203,7 +203,7 @@ def sweep_templates(
 ) -> dict:
     """Best static's training: each of `candidates` held on every port through the run
     of `experiment` (`SWEPT`, with `params`) on training traffic, seed +
-    `TRAINING_SEED_OFFSET`; scored by the learners' reward over busy queues. Returns the
+    `TRAINING_SEED_OFFSET`; scored by the learners' reward over loaded queues. Returns the
     scores by template (NaN where not swept), the winner (`template`, what `control`
     holds for best static) and the training seed."""
     run = SWEPT[experiment]
