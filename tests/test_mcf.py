@@ -1,5 +1,7 @@
-"""The multicommodity-flow FPTAS against the exact LP: within 1 - 3ε of the optimum,
-never above it, always within capacity, and its work growing as 1/ε²."""
+"""The multicommodity-flow FPTAS against the exact LP: within 1 - ε of the optimum (its
+proven bound is 1 - 3ε, which a 25 % regression would pass; it lands at 0.98-1.00 of
+the optimum here), never above it, always within capacity, on
+small random graphs and on k=8 fat-trees; and its work growing as 1/ε²."""
 
 from __future__ import annotations
 
@@ -9,7 +11,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from isthmus import _core
 from isthmus.control.mcf import Commodity, max_concurrent_flow, optimal_concurrent_flow
+from isthmus.control.plane import ControlPlane
+from isthmus.simulation import Simulation
+from isthmus.topology import Topology
 
 
 def random_instance(seed: int) -> tuple[dict, list[Commodity]]:
@@ -46,7 +52,7 @@ def test_the_fptas_is_within_its_bound_of_the_exact_optimum(seed: int, epsilon: 
     exact = optimal_concurrent_flow(capacity, commodities)
     approx = max_concurrent_flow(capacity, commodities, epsilon)
     assert approx.throughput <= exact.throughput * (1 + 1e-9)
-    assert approx.throughput >= (1 - 3 * epsilon) * exact.throughput
+    assert approx.throughput >= (1 - epsilon) * exact.throughput
     for edge, load in loads(commodities, approx.path_flows).items():
         assert load <= capacity[edge] * (1 + 1e-9), f"edge {edge} over capacity"
     for commodity, flow in zip(commodities, approx.path_flows, strict=True):
@@ -63,30 +69,43 @@ def test_its_work_grows_as_one_over_epsilon_squared():
     assert 3.0 < finer / fine < 5.0
 
 
-def test_a_fat_tree_permutation_is_routed_at_full_rate():
-    # k=4 fat-tree: any permutation fits (rearrangeably non-blocking); the exact LP says
-    # 1, the FPTAS at least 0.7 and in practice far closer.
-    from isthmus.control.plane import ControlPlane
-    from isthmus.simulation import Simulation
-    from isthmus.topology import Topology
+def fat_tree_instance(seed: int, uniform: bool) -> tuple[dict, list[Commodity]]:
+    """A k=8 fat-tree (128 hosts, 16 core paths between pods) carrying a random
+    permutation over every shortest path: unit links and demands, or (not `uniform`)
+    links of 0.5-1.5 and demands of 0.2-1 drawn per seed."""
+    plane = ControlPlane(Simulation(Topology.fat_tree(8)))
+    rng = np.random.default_rng(seed)
+    capacity: dict = {}
+    commodities = []
+    for src, dst in enumerate(_core.derangement(128, seed, 0)):
+        paths = [list(itertools.pairwise(p)) for p in plane.paths.shortest(src, int(dst))]
+        for edge in itertools.chain.from_iterable(paths):
+            capacity.setdefault(edge, 1.0 if uniform else float(rng.uniform(0.5, 1.5)))
+        demand = 1.0 if uniform else float(rng.uniform(0.2, 1.0))
+        commodities.append(Commodity(demand=demand, paths=paths))
+    return capacity, commodities
 
-    sim = Simulation(Topology.fat_tree(4))
-    plane = ControlPlane(sim)
-    hosts = 16
-    perm = [(h + 4) % hosts for h in range(hosts)]
-    capacity, commodities = {}, []
-    for src, dst in enumerate(perm):
-        paths = []
-        for nodes in plane.paths.shortest(src, dst):
-            edges = list(itertools.pairwise(nodes))
-            paths.append(edges)
-            for e in edges:
-                capacity[e] = 1.0
-        commodities.append(Commodity(demand=1.0, paths=paths))
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.05])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_fptas_is_within_one_minus_epsilon_on_a_k8_fat_tree(seed: int, epsilon: float):
+    capacity, commodities = fat_tree_instance(seed, uniform=False)
     exact = optimal_concurrent_flow(capacity, commodities)
-    approx = max_concurrent_flow(capacity, commodities, 0.05)
+    approx = max_concurrent_flow(capacity, commodities, epsilon)
+    assert approx.throughput <= exact.throughput * (1 + 1e-9)
+    assert approx.throughput >= (1 - epsilon) * exact.throughput
+    for edge, load in loads(commodities, approx.path_flows).items():
+        assert load <= capacity[edge] * (1 + 1e-9), f"edge {edge} over capacity"
+
+
+def test_a_fat_tree_permutation_is_routed_at_full_rate():
+    # A fat-tree routes any permutation at full rate when each flow spreads evenly over
+    # its paths: the LP says 1, the FPTAS within ε of it.
+    capacity, commodities = fat_tree_instance(1, uniform=True)
+    exact = optimal_concurrent_flow(capacity, commodities)
+    approx = max_concurrent_flow(capacity, commodities, 0.1)
     assert exact.throughput == pytest.approx(1.0)
-    assert approx.throughput > 0.9
+    assert approx.throughput >= 0.9
 
 
 @pytest.mark.parametrize(
