@@ -3,10 +3,12 @@ Parallel Transport in Datacenters", KSII Trans. Internet and Information Systems
 2016).
 
 1. Global view, refreshed on every invocation: the capacity c(e) of every directed link,
-   its traffic over the last polling period, and every flow's source, destination, size
-   and bytes delivered. Flows announced below `long_flow` bytes are short: they ride the
-   ECMP entries installed at start and count as background traffic, so a link offers
-   long flows c(e) less what it carried beyond what OFPT provisioned on it.
+   its traffic over the latest window of at least half a polling period (a round that
+   follows another sooner keeps the older measurement), and every flow's source,
+   destination, size and bytes delivered. Flows announced below `long_flow` bytes are
+   short: they ride the ECMP entries installed at start and count as background
+   traffic, so a link offers long flows c(e) less what it carried beyond what OFPT
+   provisioned on it.
 2. Invoked on a long flow's arrival, on a long flow's completion and every `period`:
    the unfinished long flows, sorted minimum remaining time first (MRTF: remaining bytes
    over demand).
@@ -28,8 +30,11 @@ Parallel Transport in Datacenters", KSII Trans. Internet and Information Systems
    without a path get no new data. A single-path flow gets its best path and `pace`.
 6. Incremental update: only subflows whose path changed are moved, existing flows with
    the largest remaining time first, then new flows with the smallest first. A move is
-   seamless (SFMM, `Controller.migrate`): the new entries go in at a lower priority, the
-   old ones leave once no packet can still use them, a complete path always installed.
+   seamless (SFMM, `migrate_everywhere`): the new entries go in at a lower priority; one
+   control round trip later the old entries leave the first hop and every switch the
+   new path shares with the old, so the new path takes effect everywhere at once; the
+   rest of the old path leaves once no packet can still use it. A complete path is
+   installed throughout.
 """
 
 from __future__ import annotations
@@ -52,6 +57,36 @@ from isthmus.units import size_bytes, time_ps
 
 MPTCP_PORT_STEP = 1000
 """An MPTCP connection's subflow k sends from its source port + 1000 k (the engine's rule)."""
+
+
+def migrate_everywhere(
+    controller: Controller,
+    flow: int,
+    old: list[tuple[int, int]],
+    path: list[int | str],
+    priority: int,
+    *,
+    src_port: int | None = None,
+    dst_port: int | None = None,
+) -> list[tuple[int, int]]:
+    """`Controller.migrate`, the new path taking effect at every switch it shares with the
+    old one at the moment it does at the first hop. `migrate` retires the old first hop
+    at once and the rest once the old path has drained; where the new path meets the old
+    one again further on and leaves it by another port (a fat-tree's source aggregation
+    switch, towards another core), the old entry there, a priority above the new one,
+    would keep the flow on its old path until then, and a busy flow keeps the old path's
+    queues from draining. The old entries at shared switches go with the first hop: a
+    packet that took the old path's first hops meets the new path's entries there, which
+    are in place, and follows them (both paths are shortest, so it cannot loop)."""
+    new = controller.migrate(flow, old, path, priority, src_port=src_port, dst_port=dst_port)
+    shared = {switch for switch, _ in new}
+    # migrate retires the first hop one control round trip after the new entries are
+    # installed; the plane's latency has no public view on Controller yet.
+    confirmed = 2 * controller._plane.latency
+    for switch, entry in list(old)[1:]:
+        if switch in shared:
+            controller.delete(switch, entry, extra_delay=confirmed)
+    return new
 
 
 @dataclass
@@ -111,6 +146,8 @@ class Ofpt(Controller):
         """λ of the latest round: the fraction of every demand the FPTAS provisioned."""
         self.round_cpu_seconds: list[float] = []
         """Controller CPU time of each round (view, FPTAS, provisioning, commands)."""
+        self.background_window = 0
+        """The window (ps) the background traffic in use was measured over; 0: none yet."""
         self._pending = False
         self._ports_table: dict[str, np.ndarray] | None = None
         self._tor_paths: dict[tuple[int, int], list[list[int]]] = {}
@@ -139,6 +176,7 @@ class Ofpt(Controller):
         self._edge_index = {edge: i for i, edge in enumerate(self._edges)}
         self._last_tx = ports["tx_bytes"].astype(np.float64)
         self._last_poll = self.now
+        self._background_bps = np.zeros_like(self._capacity)
         self._tor = [self.ports.neighbours[node][0] for node in self.ports.host_node]
         self._nic = np.array(
             [
@@ -149,10 +187,15 @@ class Ofpt(Controller):
         self.every(self.period, self.schedule)
 
     def _background(self) -> np.ndarray:
-        """Per directed link, the traffic OFPT did not provision (bps) since the last poll."""
+        """Per directed link, the traffic OFPT did not provision (bps), measured over the
+        latest window of at least half a polling period (none measured: zero). A round
+        an arrival triggers microseconds after another keeps the estimate it had: a
+        window that short reads bursts, not load."""
+        elapsed = self.now - self._last_poll
+        if 2 * elapsed < self.period:
+            return self._background_bps
         tx = self.port_stats()["tx_bytes"].astype(np.float64)
-        elapsed = max(self.now - self._last_poll, 1) / 1e12
-        measured = (tx - self._last_tx) * 8 / elapsed if self.now > self._last_poll else 0 * tx
+        measured = (tx - self._last_tx) * 8 / (elapsed / 1e12)
         self._last_tx, self._last_poll = tx, self.now
         provisioned = np.zeros_like(tx)
         for flow in self.flows.values():
@@ -162,7 +205,9 @@ class Ofpt(Controller):
                         provisioned[self._edge_index[edge]] += sub.rate
         # The ACK allowance already covers the reverse traffic's acknowledgements.
         acks = self.ack_reserve * self._capacity
-        return np.maximum(measured - provisioned - acks, 0.0)
+        self._background_bps = np.maximum(measured - provisioned - acks, 0.0)
+        self.background_window = elapsed
+        return self._background_bps
 
     def _paths_between(self, flow: _LongFlow) -> list[list[int]]:
         """Every shortest switch path between the flow's two ToRs (cached per pair)."""
@@ -367,8 +412,10 @@ class Ofpt(Controller):
         back = full[::-1]
         if sub.entries:
             sub.priority -= 1
-            sub.entries = self.migrate(f.flow, sub.entries, full, sub.priority, src_port=port)
-            sub.back = self.migrate(f.flow, sub.back, back, sub.priority, dst_port=port)
+            sub.entries = migrate_everywhere(
+                self, f.flow, sub.entries, full, sub.priority, src_port=port
+            )
+            sub.back = migrate_everywhere(self, f.flow, sub.back, back, sub.priority, dst_port=port)
             self.migrations += 1
         else:
             sub.entries = self.install_path(f.flow, full, sub.priority, src_port=port)
