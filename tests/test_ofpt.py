@@ -4,6 +4,8 @@ loss; per-subflow pacing follows every rate change."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -157,16 +159,33 @@ def test_the_study_table_puts_ours_beside_the_paper(monkeypatch, tmp_path):
     results = run_study(study, quick=True, seeds=[1, 2], folder=tmp_path / "ofpt")
     table = study.table(results)
     rows = {row[0]: row for row in table.rows}
-    assert rows["fat-tree k=4 | one-to-one | OFPT"][2] == "98.1"
-    ofpt = float(rows["fat-tree k=4 | one-to-one | OFPT"][1].split(" ± ")[0])
-    ecmp = float(rows["fat-tree k=4 | one-to-one | ECMP"][1].split(" ± ")[0])
+    ofpt_row, ecmp_row = (
+        rows["fat-tree k=4 | one-to-one | OFPT"],
+        rows["fat-tree k=4 | one-to-one | ECMP"],
+    )
+    assert ofpt_row[3] == "98.1"
+    ofpt = float(ofpt_row[1].split(" ± ")[0])
+    ecmp = float(ecmp_row[1].split(" ± ")[0])
     assert ofpt > ecmp + 20
+    # Beside the share of the bisection: the share of what a lone flow gets (0.973 of
+    # its NIC); the cap (ACKs share the host links) in the column's name.
+    assert 1.02 < float(ofpt_row[2].split(" ± ")[0]) / ofpt < 1.04
+    assert table.columns[1].startswith("ours: % of bisection (cap 94.8)")
+    assert ofpt <= 94.8
     claims = {c.statement: c for c in table.claims}
     assert claims["Seamless migration loses no packet; deleting the old path at once does"].holds
     # 1 MB at 1 Gb/s is 8 ms at best: no scheme may beat the optimum.
     for row in table.rows:
         if row[0].startswith("sizes | 1MB"):
-            assert float(row[1].split(" ± ")[0]) > float(row[2]) == 8.0
+            assert float(row[1].split(" ± ")[0]) > float(row[3]) == 8.0
+    # A figure above the physical cap (a short window's artefact) is flagged, not shown.
+    records = copy.deepcopy(results.records)
+    for record in records:
+        if record["scheme"] == "ECMP" and record["experiment"] == "patterns":
+            record["result"]["throughput"] = 0.955
+    rows = {row[0]: row for row in study.table(dataclasses.replace(results, records=records)).rows}
+    flagged = rows["fat-tree k=4 | one-to-one | ECMP"]
+    assert flagged[1] == flagged[2] == "above the cap (95.5): not reported"
 
 
 def test_a_topology_with_parallel_links_is_refused():
