@@ -115,12 +115,16 @@ def test_the_prediction_study_measures_every_model_on_the_papers_dataset(monkeyp
     results = run_study(study, quick=True, seeds=[1], folder=tmp_path)
     table = study.table(results)
     rows = {row[0]: row for row in table.rows}
-    assert rows["error | lstm"][2] == "3.7" and rows["error | arma"][2] == "41.3"
-    assert "LSTM layers | 1" in rows
+    assert rows["Eq. 11 %, fixed rate | lstm"][2] == "3.7"
+    assert rows["Eq. 11 %, BCN on | arma"][2] == "41.3"
+    assert rows["Eq. 11 %, fixed rate | zero (baseline)"][1:4] == ["100.0", "", "100.0"]
+    assert "LSTM layers, fixed rate | 1" in rows
+    assert "WAPE % per switch, BCN on | edge0" in rows
     assert rows["scenario1 TPS | bcn"][2] == "7,124" and rows["scenario1 TPS | none"][1]
-    (scored,) = results.values("models", experiment="forecasters")
-    for name in study.MODEL_OPTIONS:
-        assert np.isfinite(scored[name]["mse"])
+    for regime in ("fixed rate", "BCN on"):
+        (scored,) = results.values("models", experiment="forecasters", variant=regime)
+        for name in (*study.MODEL_OPTIONS, "persistence", "training_mean", "zero"):
+            assert np.isfinite(scored[name]["mse"]) and np.isfinite(scored[name]["wape_pct"])
 
 
 def test_bcn_and_ibcn_act_on_the_studys_continuous_senders():

@@ -7,7 +7,7 @@ forecasts does for transactions and continuous senders (`congestion`).
 from __future__ import annotations
 
 NAME = "ibcn"
-TITLE = "IBCN (Tran et al.): forecast BCN queues (LSTM vs ARMA/ARAR/HW) and BCN driven by them"
+TITLE = "IBCN (Tran et al.): forecast switch queues (LSTM vs ARMA/ARAR/HW) and BCN driven by them"
 
 from isthmus.studies.ibcn.prediction import MODEL_OPTIONS, collect  # noqa: E402
 from isthmus.studies.ibcn.study import DEPARTURES, FULL, QUICK, jobs, table  # noqa: E402

@@ -22,10 +22,12 @@ study's 1500 B sensitivity rows do).
 
 Schemes: `none` (BCN off), `bcn` (congestion points on, every connection behind a BCN
 rate regulator: `Simulation.regulate_with_bcn`), and `ibcn-MODEL` (the same, and the
-`Ibcn` controller feeding the points forecasts from MODEL). The IBCN controller fits
-its model on the run's first `training_polls` polls (plain BCN meanwhile), then
-forecasts the next k = 5 polls from the last W = 10 every poll; measurement starts
-after training, at the same time for every scheme.
+`Ibcn` controller feeding the points forecasts from MODEL); a STOPped regulator restarts
+at `prediction.RESTART_BPS`, the 40 remote sources' fair share of the bottleneck (the
+prediction half's rule too). The IBCN controller fits its model on the run's first
+`training_polls` polls (plain BCN meanwhile), then forecasts the next k = 5 polls from
+the last W = 10 every poll; measurement starts after training, at the same time for
+every scheme.
 
 Time scales: `scaled` polls every 1 ms with STOP pauses of 200-800 us (the paper's
 1 s and 200-800 ms scaled by 10^-3, as the prediction half scales its 500 ms); `paper`
@@ -43,19 +45,22 @@ from isthmus.control import ControlPlane
 from isthmus.control.apps.ibcn import Ibcn
 from isthmus.network_metrics import arrived_bytes
 from isthmus.simulation import Simulation
-from isthmus.studies.ibcn.prediction import BCN, HORIZON, MODEL_OPTIONS, NEURAL, WINDOW, tree
+from isthmus.studies.ibcn.prediction import (
+    BCN,
+    BOTTLENECK_BPS,
+    HORIZON,
+    MODEL_OPTIONS,
+    NEURAL,
+    REMOTE_SOURCES,
+    RESTART_BPS,
+    WINDOW,
+    tree,
+)
 
 SOURCES = range(2, 50)
 DESTINATIONS = 2
-# h0 and h1 sit on edge0: the 40 sources outside edge0 reach them through the 1 Gb/s
-# link from agg0 down to edge0, the bottleneck they share (the 8 on edge0 share only the
-# destinations' own links).
-BOTTLENECK_BPS = 1e9
-REMOTE_SOURCES = 40
 TRANSACTION_BYTES = 10_000
 THINK_RANGE_S = (1e-3, 5e-3)
-# The restart rate after a STOP: a fair share of the bottleneck.
-FAIR_SHARE_BPS = BOTTLENECK_BPS / REMOTE_SOURCES
 # TCP NewReno with the usual 200 ms minimum retransmission timeout (Linux's
 # TCP_RTO_MIN); the paper names no TCP settings.
 TCP = {"min_rto": "200ms", "initial_rto": "1s"}
@@ -136,7 +141,7 @@ def add_sources(
         if scheme != "none":
             sim.regulate_with_bcn(
                 flow,
-                fair_share=f"{FAIR_SHARE_BPS:.0f}bps",
+                fair_share=f"{RESTART_BPS:.0f}bps",
                 min_pause=scale.min_pause,
                 max_pause=scale.max_pause,
             )
