@@ -19,8 +19,14 @@ on each smart switch, with that switch's view only:
    often (online mode); a model trained centrally and pushed through the
    `ForecastService` is used from the start instead (the paper's experiment).
 3. Every (N + O) r_c, a decision round: the switch's forecast comes from the shared
-   `ForecastService` (every switch's in one batched call), and each port's score is its
-   predicted mean TP over the O forecast steps.
+   `ForecastService` (every switch's in one batched call); F is each port's predicted
+   mean TP over the O forecast steps. The paper predicts each port's throughput "if a
+   data flow were to be sent through it" and moves a flow when "the current port has a
+   lower predicted performance"; `rule` reads that one of two ways:
+   - "headroom" (the default): a port's score is its two-way capacity less F, the
+     throughput a flow sent through it could still get; a loaded port scores low.
+   - "throughput": a port's score is F itself, the highest forecast throughput best.
+     The port a flow already takes is then mostly its busiest, so the best-scored.
 4. For each flow direction the switch forwarded in the last round, the candidate
    ports are those loop-free for the flow's destination (`isthmus.control.loop_free`:
    each hop lowers (distance, name rank), so no switch's choice can close a loop),
@@ -45,7 +51,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -65,6 +71,8 @@ from isthmus.units import time_ps
 PS = 1e12
 # The rows a switch's ReplayDB may hold, in bytes (8 per port per row).
 MAX_REPLAY_BYTES = 2**30
+Rule = Literal["headroom", "throughput"]
+"""How a decision scores a port from its forecast (step 3 of the algorithm)."""
 
 
 @dataclass
@@ -87,7 +95,8 @@ class Diolkos(SwitchAgent):
         or, from Python, a callable taking the forecaster options and returning one.
     sample_period: r_c. window, lead, horizon: BS, N, O. smoothing: the moving average
         over what the model reads (None: raw). alpha: the exploration threshold, a
-        fraction of the port's two-way capacity.
+        fraction of the port's two-way capacity. rule: how a port is scored from its
+        forecast ("headroom": capacity less forecast; "throughput": the forecast).
     train_after: rows gathered before the first training; retrain_every: rows between
         later trainings (None: train once). replay_capacity: the most rows kept.
     model_options: further keyword options of the forecaster (hidden, epochs, ...).
@@ -107,6 +116,7 @@ class Diolkos(SwitchAgent):
         horizon: Steps = 1,
         smoothing: Steps | None = 75,
         alpha: Annotated[float, Field(ge=0, lt=1)] = 0.01,
+        rule: Rule = "headroom",
         train_after: Annotated[int, Field(ge=3)] = 500,
         retrain_every: Annotated[int, Field(ge=1)] | None = None,
         replay_capacity: Annotated[int, Field(ge=3, le=MAX_ROWS)] = 100_000,
@@ -125,6 +135,7 @@ class Diolkos(SwitchAgent):
                 f"{MAX_REPLAY_BYTES // 2**20} MiB a switch: give a smaller replay_capacity"
             )
         self.alpha = alpha
+        self.rule = rule
         self.train_after = train_after
         self.retrain_every = retrain_every
         self.priority = priority
@@ -245,7 +256,8 @@ class Diolkos(SwitchAgent):
             return
         self._submitted = False
         forecast = self.service.forecast(self.switch)
-        scores = np.asarray(forecast, dtype=np.float64).mean(axis=0)
+        predicted = np.asarray(forecast, dtype=np.float64).mean(axis=0)
+        scores = self._capacity - predicted if self.rule == "headroom" else predicted
         idle = self.replay.latest(1)[0] < self.alpha * self._capacity
         self._move_flows(scores, idle)
 
