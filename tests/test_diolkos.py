@@ -38,10 +38,11 @@ def topologies() -> dict[str, Topology]:
         "mesh": Topology.mesh(5, 1, link, link),
         "fat_tree": Topology.fat_tree(4, link, link),
         "paper_mesh": study.study_network("1a", 1, 20.0)[0].topology,
+        "paper_ring": study.study_network("2a", 1, 20.0)[0].topology,
     }
 
 
-@pytest.mark.parametrize("name", ["ring", "mesh", "fat_tree", "paper_mesh"])
+@pytest.mark.parametrize("name", ["ring", "mesh", "fat_tree", "paper_mesh", "paper_ring"])
 def test_the_allowed_ports_of_every_switch_form_no_cycle_towards_any_host(name):
     sim = Simulation(topologies()[name])
     ports = PortMap(sim)
@@ -59,11 +60,11 @@ def test_the_allowed_ports_of_every_switch_form_no_cycle_towards_any_host(name):
                 graph.add_edge(switch, ports.neighbours[switch][port])
             detours += int(np.sum(allowed & (via[:, host] > via[:, host].min())))
         assert nx.is_directed_acyclic_graph(graph)
-    if name in ("ring", "mesh", "paper_mesh"):
+    if name in ("ring", "mesh", "paper_mesh", "paper_ring"):
         assert detours > 0, "the rule must allow some longer way round, or Diolkos has no choice"
 
 
-@pytest.mark.parametrize("name", ["ring", "paper_mesh"])
+@pytest.mark.parametrize("name", ["ring", "paper_mesh", "paper_ring"])
 def test_agents_picking_ports_at_random_never_loop_and_every_flow_finishes(name):
     topology = topologies()[name]
     sim = Simulation(topology, seed=3)
@@ -212,15 +213,15 @@ def test_the_bundled_diolkos_scenarios_run_loop_free(scenario_path, name):
 
 def test_a_short_study_run_measures_within_the_links():
     result = study.paper_run("2a", "ewma", 1, 30.0, 20.0)
-    # The ring's links are 100 Mb/s: no switch port sends more, and hosts receive at
-    # most their three links' worth.
-    assert 0 < result["per_port_mbytes"] <= 100e6 / 8 / 1e6
+    # The ring's links are 100 Mb/s: no switch port sends more (tx-only), or sends and
+    # receives more (Eq. 1-2), and hosts receive at most their three links' worth.
+    assert 0 < result["per_port_tx_mbytes"] <= 100e6 / 8 / 1e6
+    assert 0 < result["per_port_mbytes"] <= 2 * 100e6 / 8 / 1e6
     assert 0 < result["goodput_mbps"] <= 300
     assert result["loops"] == 0 and result["failed_flows"] == 0
     assert result["flows"] > 150  # 10 flows/s over 40 s
-    # The paper's partial control: Diolkos on the host-less switches only, which on our
-    # ring have no loop-free alternative port, so nothing moves.
-    assert result["diolkos_on"] == ["r1", "r4"] and result["moves"] == 0
+    # The paper's partial control: Diolkos on the paired rings' switches with no host.
+    assert result["diolkos_on"] == ["o1", "i1", "o2", "i2", "o3", "i3", "o4", "i4"]
 
 
 def test_the_rings_run_the_paper_s_partial_control_on_the_switches_with_no_host():
@@ -229,8 +230,11 @@ def test_the_rings_run_the_paper_s_partial_control_on_the_switches_with_no_host(
     for ring in ("2a", "2b"):
         assert study.STUDIES[ring]["control"] == "partial"
         sim, partial, switches = study.study_network(ring, 1, 20.0)
-        assert partial == study.hostless_switches(sim) == ["r1", "r4"]
-        assert switches == ["r0", "r1", "r2", "r3", "r4"]
+        assert partial == study.hostless_switches(sim)
+        assert partial == ["o1", "i1", "o2", "i2", "o3", "i3", "o4", "i4"]
+        assert set(switches) - set(partial) == {"r1", "r2", "r3"}
+        _, partial, _ = study.study_network(ring, 1, 20.0, ring="single")
+        assert partial == ["r1", "r4"]
     # The mesh's partial control stays the scenario's Tofino switches (t1b, t2b have hosts).
     _, partial, _ = study.study_network("1a", 1, 20.0)
     assert partial == ["t1a", "t1b", "t2a", "t2b", "t3a", "t3b", "t4a", "t4b"]
@@ -239,28 +243,47 @@ def test_the_rings_run_the_paper_s_partial_control_on_the_switches_with_no_host(
     assert full["diolkos_on"] == switches
     with pytest.raises(ValueError, match="control is 'partial' or 'full'"):
         study.paper_run("2a", "ewma", 1, 30.0, 5.0, control="some")
+    with pytest.raises(ValueError, match="unknown study label '2a partly'"):
+        study.variant_setting("2a partly")
 
 
 @pytest.mark.parametrize("quick", [True, False])
-def test_the_ring_jobs_run_partial_control_and_label_the_full_control_rows(quick):
+def test_each_row_label_runs_the_paper_s_setting_or_names_its_one_change(quick):
     settings = study.QUICK if quick else study.FULL
     paper = [job for job in study.jobs(settings, [1, 2]) if job.experiment == "paper"]
-    rings = {"2a", "2b"} & set(settings["studies"])
-    assert rings, "a ring study runs"
+    assert {"2a", "2a full control", "2a throughput rule"} <= set(settings["studies"])
     for job in paper:
+        params = job.params
         if job.variant in study.STUDIES:
-            # A study's own rows: its control as the paper's Table 2 has it.
-            assert job.params["study"] == job.variant
-            assert job.params["control"] == study.STUDIES[job.variant]["control"]
-        else:
-            # The sensitivity rows say what they are in their label.
-            assert job.variant == job.params["study"] + " full control"
-            assert job.params["study"] in rings and job.params["control"] == "full"
-            # Base and static run no Diolkos: the study's own rows serve.
+            # A study's own rows: its control as the paper's Table 2 has it, the main
+            # reading of the decision rule, Fig. 4's paired rings, one cycle gathered.
+            assert params["study"] == job.variant
+            assert params["control"] == study.STUDIES[job.variant]["control"]
+            assert (params["rule"], params["ring"]) == ("headroom", "paired")
+            assert params["gather_s"] == settings["gather_s"]
+            continue
+        # The sensitivity rows say what they change in their label, and change that alone.
+        study_name, change = job.variant.split(" ", 1)
+        assert params["study"] == study_name
+        main = {
+            "control": study.STUDIES[study_name]["control"],
+            "rule": "headroom",
+            "ring": "paired",
+            "gather_s": settings["gather_s"],
+        }
+        changed = {key for key, value in main.items() if params[key] != value}
+        expected = {
+            "full control": {"control"},
+            "throughput rule": {"rule"},
+            "single ring": {"ring"},
+            "long gathering": {"gather_s"},
+        }[change]
+        assert changed == expected, job.name
+        # Base and static run no Diolkos: the study's own rows serve, unless the change
+        # alters what they see.
+        if change in ("full control", "throughput rule"):
             assert job.scheme not in ("base", "static")
-    for ring in rings:
-        controls = {job.params["control"] for job in paper if job.params["study"] == ring}
-        assert controls == {"partial", "full"}
+    for ring in {"2a", "2b"} & set(settings["studies"]):
         mains = {job.scheme for job in paper if job.variant == ring}
         assert mains == set(settings["schemes"])
 
@@ -272,6 +295,7 @@ def _study_results(seeds: list[int]) -> Results:
         "1a": {"base": 1.9, "ewma": 2.0, "dense": 2.0},
         "2a": {"base": 5.8, "ewma": 5.9, "dense": 5.85},
         "2a full control": {"ewma": 6.2, "dense": 6.7},
+        "2a throughput rule": {"ewma": 5.9, "dense": 5.9},
     }
     surge = {"static": 20.0, "ewma": 25.0, "dense": 29.0, "oracle": 30.0}
     scores = {"mae_pct": 1.0, "sdae_pct": 2.0}
@@ -289,16 +313,19 @@ def _study_results(seeds: list[int]) -> Results:
         dense = job.scheme == "dense"
         return {
             "per_port_mbytes": per_port[job.variant][job.scheme] + 0.01 * job.seed,
+            "per_port_tx_mbytes": per_port[job.variant][job.scheme] / 2,
             "goodput_mbps": 100.0,
             "failed_flows": 0,
             "drops": 0,
             "loops": 0,
             "moves": 0,
+            "trained_rows": 228 if job.scheme != "base" else 0,
             "train_s": [0.5] if dense else [],
             "inference_s": [0.0003] if dense else [],
         }
 
-    # Studies 1a, 2a and 2a under full control, schemes base, EWMA and Dense.
+    # Studies 1a, 2a, and 2a under the throughput rule and under full control; schemes
+    # base, EWMA and Dense (the sensitivity rows EWMA and Dense only).
     settings = {**study.QUICK, "gather_s": 380, "measure_s": 380}
     records = [{**job.fields(), "result": result(job)} for job in study.jobs(settings, seeds)]
     return Results(study.NAME, True, seeds, settings, records)
@@ -310,13 +337,21 @@ def test_the_study_table_states_each_claim_from_the_numbers():
     assert holds["Forecasts move flows before the change (surge"]
     assert holds["1a"] is False and holds["2a"] is False
     # The full-control rows are judged against the study's own base, and say they are
-    # a sensitivity, not the paper's setting; the paper's figures sit by its own rows.
+    # a sensitivity, not the main setting; the paper's figures sit by its own rows.
     assert holds["2a full control"]
-    (sensitivity,) = [c for c in table.claims if c.statement.startswith("2a full control")]
-    assert "sensitivity, not the paper's setting" in sensitivity.statement
-    assert "Dense 6.7" in sensitivity.evidence and "base 5.8" in sensitivity.evidence
+    (sensitivity,) = [c for c in table.claims if c.statement.startswith("2a full control:")]
+    assert "sensitivity, not the main setting" in sensitivity.statement
+    assert "base: 2a's rows" in sensitivity.statement
+    assert "Dense 6.720" in sensitivity.evidence and "base 5.820" in sensitivity.evidence
+    # Goodput is the same under every scheme here: no goodput claim holds.
+    assert not any(v for k, v in holds.items() if k.endswith("goodput"))
+    assert {"1a goodput", "2a goodput", "2a full control goodput"} <= set(holds)
+    # EWMA and Dense came out identical under the throughput rule: the notes count it.
+    (same,) = [n for n in table.notes if n.startswith("Seeds on which EWMA's")]
+    assert "2a throughput rule 3 of 3" in same and "2a full control 0 of 3" in same
     assert holds["No forwarding loop ever forms"]
     assert any(row[0] == "2a | dense" and row[2] == "3.73" for row in table.rows)
+    assert table.columns[1] == "per-port MB/s (Eq. 1-2)" and table.columns[3] == "tx-only MB/s"
     assert any(row[0] == "2a full control | dense" and row[2] == "" for row in table.rows)
     assert not any(row[0].startswith("2a full control | base") for row in table.rows)
     # One seed gives no interval: the comparisons of schemes are refused, not judged.
