@@ -720,7 +720,8 @@ def jobs(settings: dict, seeds: list[int]) -> list[Job]:
         for scheme in SURGE_SCHEMES
     ]
     out.append(Job("table 1", "", 0, table1_real, {"epochs": epochs}, variant="real traces"))
-    long_seeds = seeds[: settings.get("long_seeds", len(seeds))]
+    long_seeds = seeds[: settings["long_seeds"]]
+    long = []
     for s in seeds:
         out.append(
             Job("table 1", "", s, table1_simulated, {"seed": s, **simulated}, variant="simulated")
@@ -730,7 +731,8 @@ def jobs(settings: dict, seeds: list[int]) -> list[Job]:
             if change.get("gather") == "long" and s not in long_seeds:
                 continue
             params = paper_params(variant, settings)
-            out += [
+            # The long runs last: every other row is done first.
+            (long if change.get("gather") == "long" else out).extend(
                 Job(
                     "paper",
                     scheme,
@@ -740,8 +742,8 @@ def jobs(settings: dict, seeds: list[int]) -> list[Job]:
                     variant=variant,
                 )
                 for scheme in _paper_schemes(change, settings)
-            ]
-    return out
+            )
+    return out + long
 
 
 def _table1_notes(results: Results) -> list[str]:
