@@ -15,13 +15,13 @@ from isthmus.studies.acc.best_static import (
     loaded_reward,
     winner,
 )
-from isthmus.studies.acc.network import HOST_BPS, control, network
 from isthmus.studies.acc.runs import (
     downlink_ports,
     run_messages,
     sweep_templates,
     tor_downlinks,
 )
+from isthmus.studies.acc.testbed import HOST_BPS, control, network
 from isthmus.studies.acc.traffic import HETEROGENEOUS_PHASES, heterogeneous, phase_sizes
 from isthmus.workload import size_distribution
 

@@ -42,8 +42,8 @@ TITLE = "ACC (Yan et al.): multi-agent Double DQN tuning ECN, against static ECN
 
 from isthmus.rl.ecn_queues import templates  # noqa: E402
 from isthmus.studies.acc.learnability import run_learnability  # noqa: E402
-from isthmus.studies.acc.network import TESTBED, FabricSize, network  # noqa: E402
 from isthmus.studies.acc.study import DEPARTURES, FULL, QUICK, figures, jobs, table  # noqa: E402
+from isthmus.studies.acc.testbed import TESTBED, FabricSize, network  # noqa: E402
 
 __all__ = [
     "DEPARTURES",

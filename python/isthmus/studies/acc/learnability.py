@@ -18,7 +18,7 @@ from isthmus.rl.ecn_queues import (
 from isthmus.simulation import Simulation
 from isthmus.studies import Claim
 from isthmus.studies.acc.best_static import TemplateEcn
-from isthmus.studies.acc.network import HOST_BPS, control, models_json, network
+from isthmus.studies.acc.testbed import HOST_BPS, control, models_json, network
 from isthmus.topology import Link, Topology
 
 LEARNABILITY_SPAN_MS = 50.0

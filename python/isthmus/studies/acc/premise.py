@@ -49,7 +49,7 @@ from isthmus.network_metrics import arrived_bytes
 from isthmus.queues import Ramp
 from isthmus.simulation import Simulation
 from isthmus.studies import Claim
-from isthmus.studies.acc.network import network
+from isthmus.studies.acc.testbed import network
 from isthmus.topology import Link, Topology
 from isthmus.units import PS_PER_SECOND
 

@@ -14,7 +14,7 @@ from isthmus.experiments.verdicts import cell, within
 from isthmus.rl.ecn_queues import NUM_TEMPLATES
 from isthmus.studies import Claim
 from isthmus.studies.acc.best_static import TemplateEcn, loaded_reward
-from isthmus.studies.acc.network import TESTBED, FabricSize, control, models_json, network
+from isthmus.studies.acc.testbed import TESTBED, FabricSize, control, models_json, network
 from isthmus.studies.acc.traffic import incast_mix
 
 

@@ -18,7 +18,7 @@ from isthmus.studies.acc.best_static import (
     loaded_reward,
     winner,
 )
-from isthmus.studies.acc.network import HOST_BPS, TESTBED, control, network
+from isthmus.studies.acc.testbed import HOST_BPS, TESTBED, control, network
 from isthmus.studies.acc.traffic import MESSAGE_SIZES, heterogeneous, messages
 
 SHARING_QUANTA = ["10500B", "4500B"]

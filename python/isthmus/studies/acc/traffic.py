@@ -7,7 +7,7 @@ import numpy as np
 
 from isthmus import _core
 from isthmus.simulation import Simulation
-from isthmus.studies.acc.network import HOST_BPS
+from isthmus.studies.acc.testbed import HOST_BPS
 from isthmus.workload import size_distribution
 
 MESSAGE_SIZES = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
