@@ -29,13 +29,8 @@ steps; at 100 Gb/s with 8 senders the link ran about a third full for the first 
 and about 82 % for the next 10, whatever the threshold, and full only from about 25 ms:
 a 20 ms span measures that start, not the threshold.
 
-A correct run (100 ms, 5 seeds) shows the mean queue growing with Kmin, roughly in
-proportion (a quarter of Kmin to 1.2 times it). Kmin 1 KB (a ramp over 1-4 KB: under four 1040 B
-packets, so the collisions of the senders' packets are marked) costs 3-58 % of the link,
-most at 100 Gb/s with 8 senders; Kmin 2 KB 1-2 % (5 % at 40 Gb/s and 23 % at 100 Gb/s
-with 8 senders); from 5 KB on, under 1 %. High thresholds cost up to 4 % at 25 Gb/s
-(320 KB, 8 senders: the queue swings to 800 KB). The premise holds here only for
-thresholds under two packets.
+What the sweep shows, and where the engine's DCQCN departs from the premise, is in
+docs/acc.md ("The premise").
 """
 
 from __future__ import annotations
