@@ -6,8 +6,9 @@
    100-packet buffers): every host sends one long DCTCP flow to the host 4 places on
    (stride 4, so every flow crosses the core), 40 ms. Single-path routing pins each
    host pair to one path, ECMP hashes each flow onto one, and both let flows collide on
-   core links; Hedera polls flow rates every 5 ms (its 5 s scaled by 10^-3) and moves
-   elephants to paths with room by Global First Fit.
+   core links; Hedera polls flow rates every 5 ms (its 5 s scaled by 10^-3) and places
+   each new elephant on a path with room by Global First Fit, keeping it there until the
+   flow ends.
 2. `l2_learning` on a ring of 5 switches with 2 hosts each (1 Gb/s): every table miss
    goes to the controller, which learns where hosts are and floods over a spanning
    tree, so the ring's loop never carries a flood; 10 flows of 100 KB between

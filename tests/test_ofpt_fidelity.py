@@ -13,7 +13,7 @@ import numpy as np
 
 from isthmus.control import ControlPlane
 from isthmus.control.apps.hedera import Hedera
-from isthmus.control.apps.ofpt import Ofpt, migrate_everywhere
+from isthmus.control.apps.ofpt import Ofpt
 from isthmus.control.plane import Controller
 from isthmus.simulation import Simulation
 from isthmus.topology import Link, Topology
@@ -152,7 +152,7 @@ def shared_switch_network() -> Topology:
 
 
 class _Move(Controller):
-    """Pins flow 0 to the path over s3, then moves it over s4 with migrate_everywhere."""
+    """Pins flow 0 to the path over s3, then moves it over s4 with migrate."""
 
     OLD = ["h0", "s1", "s2", "s3", "s5", "h1"]
     NEW = ["h0", "s1", "s2", "s4", "s5", "h1"]
@@ -164,7 +164,7 @@ class _Move(Controller):
         self.after("50ms", self.move)
 
     def move(self) -> None:
-        self.entries = migrate_everywhere(self, 0, self.entries, self.NEW, priority=9)
+        self.entries = self.migrate(0, self.entries, self.NEW, priority=9)
 
 
 def test_a_migration_takes_effect_at_a_shared_downstream_switch():

@@ -127,6 +127,12 @@ class Controller(_Program):
         return self._plane.sim
 
     @property
+    def control_latency(self) -> int:
+        """One way between this controller and a switch (ps): a command takes effect
+        this long after it is issued, and a switch's answer takes as long back."""
+        return self._plane.latency
+
+    @property
     def topology(self) -> Topology:
         return self._plane.sim.topology
 
@@ -378,7 +384,13 @@ class Controller(_Program):
         later (the switches' confirmations) the old entry at the first hop goes, so no
         new packet takes the old path; the rest of the old path goes once the packets
         already on it have left it (the engine waits out the path's worst-case transit
-        and checks its queues for the flow). Returns the new entries."""
+        and checks its queues for the flow). Where the new path meets the old one again
+        further on (a fat-tree's source aggregation switch, leaving towards another
+        core), the old entry there, a priority above the new one, would hold the flow on
+        its old path until it drained, and a busy flow keeps that path from draining: it
+        goes with the first hop, and a packet that took the old first hops meets the new
+        path's entries there, already in place (both paths shortest, so no loop).
+        Returns the new entries."""
         if isinstance(old, str | bytes) or not hasattr(old, "__iter__"):
             raise ValueError(
                 "old must be the flow's (switch, entry) pairs from install_path, got "
@@ -398,6 +410,10 @@ class Controller(_Program):
         new = self.install_path(flow, new_path, priority, src_port=src_port, dst_port=dst_port)
         rtt = 2 * self._plane.latency
         self._plane._engine_call("retire_path", rtt, _flow(flow), retired)
+        shared = {switch for switch, _ in new}
+        for node, entry in retired[1:]:
+            if node in shared:
+                self.delete(node, entry, extra_delay=rtt)
         return new
 
     # ---- statistics --------------------------------------------------------------------

@@ -37,7 +37,7 @@ import numpy as np
 from isthmus import _core
 from isthmus.control import Controller, ControlPlane
 from isthmus.control.apps.hedera import Hedera
-from isthmus.control.apps.ofpt import Ofpt, migrate_everywhere
+from isthmus.control.apps.ofpt import Ofpt
 from isthmus.control.demands import estimate_demands
 from isthmus.experiments import Job, Results
 from isthmus.experiments.verdicts import all_of, better, cell
@@ -440,7 +440,7 @@ class _MoveOnce(Controller):
 
     def move(self) -> None:
         if self.seamless:
-            migrate_everywhere(self, 0, self.entries, self.paths[1], priority=9)
+            self.migrate(0, self.entries, self.paths[1], priority=9)
         else:
             self.install_path(0, self.paths[1], priority=9)
             for switch, entry in self.entries:

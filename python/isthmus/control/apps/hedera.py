@@ -142,7 +142,7 @@ class Hedera(Controller):
         # The entries from the second switch on go in now; the first hop's (where the
         # flow leaves its ECMP path) once they are confirmed, one control round trip
         # later (the plane's latency: Controller has no public view of it yet).
-        confirmed = 2 * self._plane.latency
+        confirmed = 2 * self.control_latency
         entries = [
             (
                 switch,

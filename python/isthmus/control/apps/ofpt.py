@@ -30,7 +30,7 @@ Parallel Transport in Datacenters", KSII Trans. Internet and Information Systems
    without a path get no new data. A single-path flow gets its best path and `pace`.
 6. Incremental update: only subflows whose path changed are moved, existing flows with
    the largest remaining time first, then new flows with the smallest first. A move is
-   seamless (SFMM, `migrate_everywhere`): the new entries go in at a lower priority; one
+   seamless (SFMM, `Controller.migrate`): the new entries go in at a lower priority; one
    control round trip later the old entries leave the first hop and every switch the
    new path shares with the old, so the new path takes effect everywhere at once; the
    rest of the old path leaves once no packet can still use it. A complete path is
@@ -57,36 +57,6 @@ from isthmus.units import size_bytes, time_ps
 
 MPTCP_PORT_STEP = 1000
 """An MPTCP connection's subflow k sends from its source port + 1000 k (the engine's rule)."""
-
-
-def migrate_everywhere(
-    controller: Controller,
-    flow: int,
-    old: list[tuple[int, int]],
-    path: list[int | str],
-    priority: int,
-    *,
-    src_port: int | None = None,
-    dst_port: int | None = None,
-) -> list[tuple[int, int]]:
-    """`Controller.migrate`, the new path taking effect at every switch it shares with the
-    old one at the moment it does at the first hop. `migrate` retires the old first hop
-    at once and the rest once the old path has drained; where the new path meets the old
-    one again further on and leaves it by another port (a fat-tree's source aggregation
-    switch, towards another core), the old entry there, a priority above the new one,
-    would keep the flow on its old path until then, and a busy flow keeps the old path's
-    queues from draining. The old entries at shared switches go with the first hop: a
-    packet that took the old path's first hops meets the new path's entries there, which
-    are in place, and follows them (both paths are shortest, so it cannot loop)."""
-    new = controller.migrate(flow, old, path, priority, src_port=src_port, dst_port=dst_port)
-    shared = {switch for switch, _ in new}
-    # migrate retires the first hop one control round trip after the new entries are
-    # installed; the plane's latency has no public view on Controller yet.
-    confirmed = 2 * controller._plane.latency
-    for switch, entry in list(old)[1:]:
-        if switch in shared:
-            controller.delete(switch, entry, extra_delay=confirmed)
-    return new
 
 
 @dataclass
@@ -412,10 +382,8 @@ class Ofpt(Controller):
         back = full[::-1]
         if sub.entries:
             sub.priority -= 1
-            sub.entries = migrate_everywhere(
-                self, f.flow, sub.entries, full, sub.priority, src_port=port
-            )
-            sub.back = migrate_everywhere(self, f.flow, sub.back, back, sub.priority, dst_port=port)
+            sub.entries = self.migrate(f.flow, sub.entries, full, sub.priority, src_port=port)
+            sub.back = self.migrate(f.flow, sub.back, back, sub.priority, dst_port=port)
             self.migrations += 1
         else:
             sub.entries = self.install_path(f.flow, full, sub.priority, src_port=port)
