@@ -86,11 +86,13 @@ def test_a_bad_app_parameter_is_one_error_before_anything_runs(tmp_path, table, 
 @pytest.mark.parametrize(
     ("table", "base", "message"),
     [
-        # 2 learners on a spine x 10^6 transitions x 64 intervals: 4.9 GB of memory.
+        # The shared network's one memory: 10^6 transitions x (64 intervals x 5 + 2)
+        # features x 2 observations x 4 bytes: 2.5 GB.
         (
             'name = "acc"\nhistory = 64\nsettings = { capacity = 1000000 }',
             BASE,
-            "would hold 4883 MiB of replay memory; at most 1024 MiB a switch: lower "
+            "the shared network x settings.capacity 1000000 transitions x history 64 would "
+            "hold 2457 MiB of replay memory; at most 1024 MiB a switch: lower "
             "settings.capacity or history",
         ),
         # 10^7 rows of a leaf's 22 ports: 1.7 GB.

@@ -115,11 +115,15 @@ class Acc(SwitchAgent):
         state_dim = history * FEATURES + IDENTITY_FEATURES
         memory = memories * settings.capacity * 2 * state_dim * 4
         if memory > MAX_MEMORY_BYTES:
+            holder = (
+                "the shared network"
+                if model == "shared"
+                else f"{memories} learners on '{switch.name}'"
+            )
             raise ValueError(
-                f"{memories} replay memories on '{switch.name}' x settings.capacity "
-                f"{settings.capacity} transitions x history {history} would hold "
-                f"{memory / 2**20:.0f} MiB; at most {MAX_MEMORY_BYTES // 2**20} MiB a "
-                "switch: lower settings.capacity or history"
+                f"{holder} x settings.capacity {settings.capacity} transitions x history "
+                f"{history} would hold {memory / 2**20:.0f} MiB of replay memory; at most "
+                f"{MAX_MEMORY_BYTES // 2**20} MiB a switch: lower settings.capacity or history"
             )
         self.model = model
         self.classes = tuple(classes)
