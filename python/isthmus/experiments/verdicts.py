@@ -136,6 +136,37 @@ def within(statement: str, gaps: Sequence[float], tolerance: float, what: str) -
     )
 
 
+def exceeds(
+    statement: str,
+    values: Sequence[float],
+    bound: float,
+    *,
+    digits: int = 1,
+    scale: float = 1.0,
+    unit: str = "",
+) -> Claim:
+    """Holds when the 95 % interval of the mean of `values` (one per seed) lies wholly
+    above `bound`: a threshold judged like a comparison, not on a mean alone."""
+    if len(values) < MIN_SEEDS:
+        return refused(statement, {"seeds": len(values)})
+    mean, half = mean_interval(values)
+    low, high = (mean - half) * scale, (mean + half) * scale
+    return Claim(
+        statement,
+        bool(mean - half > bound),
+        f"{mean * scale:.{digits}f}{unit}, 95 % interval [{low:.{digits}f}, {high:.{digits}f}] "
+        f"against {bound * scale:.{digits}f}{unit} over {len(values)} seeds",
+    )
+
+
+def every_run(statement: str, holds: bool, evidence: str, seeds: int) -> Claim:
+    """A claim about every run or flow (none lost, none below a floor), judged on all
+    seeds' runs together; no verdict under `MIN_SEEDS` seeds, as for comparisons."""
+    if seeds < MIN_SEEDS:
+        return refused(statement, {"seeds": seeds})
+    return Claim(statement, bool(holds), evidence)
+
+
 def all_of(statement: str, claims: Sequence[Claim]) -> Claim:
     """A claim that holds where each of `claims` holds: no verdict where any has none."""
     verdicts = [c.holds for c in claims]
