@@ -94,7 +94,9 @@ class DoubleDqn:
         seed = whole(seed, "seed", 0, 2**63 - 1)
         self.learners, self.state_dim, self.actions = learners, state_dim, actions
         self.settings = settings
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        # CPU unless asked: a switch's networks are tens of units wide and evaluated a
+        # few hundred states at a time, where a GPU's launch cost exceeds the work.
+        self.device = torch.device(device or "cpu")
         generator = torch.Generator().manual_seed(seed)
         self.online = StackedMlp(learners, state_dim, settings.hidden, actions, generator).to(
             self.device
