@@ -418,6 +418,18 @@ def jobs(settings: dict, seeds: list[int]) -> list[Job]:
 # training s.
 
 
+def _digits(values: list[float]) -> int:
+    """Decimals that show a figure's size: the unmanaged queues' errors are hundredths
+    of a percent, the managed ones tens."""
+    finite = [abs(v) for v in values if np.isfinite(v)]
+    size = float(np.mean(finite)) if finite else 0.0
+    return 3 if size < 1 else 2 if size < 10 else 1
+
+
+def _cell(values: list[float]) -> str:
+    return cell(values, _digits(values))
+
+
 def error_rows(results: Results, regime: str) -> list[list[str]]:
     """One row per model and baseline: Eq. 11, the paper's Eq. 11, WAPE, MSE and
     training seconds, over the seeds."""
@@ -429,10 +441,10 @@ def error_rows(results: Results, regime: str) -> list[list[str]]:
         rows.append(
             [
                 f"Eq. 11 %, {regime} | {label}",
-                cell([v["eq11_pct"] for v in values]),
+                _cell([v["eq11_pct"] for v in values]),
                 f"{PAPER_ERRORS[name]:.1f}" if name in PAPER_ERRORS else "",
-                cell([v["wape_pct"] for v in values]),
-                cell([v["mse"] for v in values]),
+                _cell([v["wape_pct"] for v in values]),
+                _cell([v["mse"] for v in values]),
                 f"{np.mean([v['train_s'] for v in values]):.1f}",
             ]
         )
@@ -449,12 +461,12 @@ def switch_table(results: Results, regime: str) -> tuple[list[str], list[list[st
     rows = []
     for switch in SWITCHES:
         wape = [
-            cell(
+            _cell(
                 [s[n]["switches"][switch]["wape_pct"] for s in scored if switch in s[n]["switches"]]
             )
             for n in names
         ]
-        mean = cell([m[switch] for m in means])
+        mean = _cell([m[switch] for m in means])
         rows.append([f"WAPE % per switch, {regime} | {switch}", mean, *wape])
     return header, rows
 
@@ -469,7 +481,8 @@ def _claims(results: Results, regime: str) -> list[Claim]:
     rival = min((m for m in MODEL_OPTIONS if m != "lstm"), key=mean.get)
     baseline = min(BASELINES, key=mean.get)
     where = "" if regime == MAIN_REGIME else f" ({regime} while collecting; not the paper's)"
-    shown = ", ".join(f"{m} {mean[m]:.1f} %" for m in MODEL_OPTIONS)
+    digits = _digits([mean[m] for m in MODEL_OPTIONS])
+    shown = ", ".join(f"{m} {mean[m]:.{digits}f} %" for m in MODEL_OPTIONS)
     return [
         better(
             f"A recurrent network predicts the queues better than every statistical model, "
@@ -478,7 +491,7 @@ def _claims(results: Results, regime: str) -> list[Claim]:
             wape[statistical],
             lower_is_better=True,
             names=(f"best network {neural}", f"best statistical {statistical}"),
-            digits=1,
+            digits=digits,
             unit=" %",
             note="paper, by Eq. 11: LSTM 3.7 %, Holt-Winters 26.5 %",
         ),
@@ -488,7 +501,7 @@ def _claims(results: Results, regime: str) -> list[Claim]:
             wape[rival],
             lower_is_better=True,
             names=("lstm", f"next best {rival}"),
-            digits=1,
+            digits=digits,
             unit=" %",
             note=f"WAPE: {shown}",
         ),
@@ -499,9 +512,9 @@ def _claims(results: Results, regime: str) -> list[Claim]:
             wape[baseline],
             lower_is_better=True,
             names=("lstm", f"best baseline {baseline}"),
-            digits=1,
+            digits=digits,
             unit=" %",
-            note="baselines: " + ", ".join(f"{b} {mean[b]:.1f} %" for b in BASELINES),
+            note="baselines: " + ", ".join(f"{b} {mean[b]:.{digits}f} %" for b in BASELINES),
         ),
     ]
 
@@ -516,10 +529,10 @@ def table_parts(results: Results) -> tuple[list[list[str]], list[Claim], list[st
         rows.append(
             [
                 f"LSTM layers, {MAIN_REGIME} | {n}",
-                cell([r["eq11_pct"] for r in layers]),
+                _cell([r["eq11_pct"] for r in layers]),
                 "",
-                cell([r["wape_pct"] for r in layers]),
-                cell([r["mse"] for r in layers]),
+                _cell([r["wape_pct"] for r in layers]),
+                _cell([r["mse"] for r in layers]),
                 f"{np.mean([r['train_s'] for r in layers]):.1f}",
             ]
         )
