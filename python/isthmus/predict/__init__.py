@@ -15,8 +15,8 @@ history, updated online, asked for horizon × targets values `lead` steps ahead.
 - replay.py: ReplayDB, a switch's bounded, time-ordered store of snapshots;
   splits.py: Diolkos's chronological test/train/validation split.
 - metrics.py: MAE/SDAE (percent), IBCN's average relative error, MSE.
-- scoring.py: score() several models on one series; series.py: load a CSV column or
-  a shipped trace.
+- scoring.py: score() several models on one series (forecast_test(): their forecasts);
+  series.py: load a CSV column or a shipped trace.
 """
 
 from isthmus.predict.arar import Arar
@@ -49,7 +49,7 @@ from isthmus.predict.neural import (
 )
 from isthmus.predict.replay import ReplayDB, Segments
 from isthmus.predict.scaling import Scaler
-from isthmus.predict.scoring import score
+from isthmus.predict.scoring import TestForecasts, forecast_test, score
 from isthmus.predict.series import bundled_traces, load_column, load_trace
 from isthmus.predict.smoothing import MovingAverage, moving_average
 from isthmus.predict.splits import DIOLKOS_SPLIT, Split, split_rows
@@ -78,11 +78,13 @@ __all__ = [
     "SkipLstm",
     "Split",
     "StatelessForecaster",
+    "TestForecasts",
     "UnivariateForecaster",
     "Windowing",
     "average_relative_error",
     "bundled_traces",
     "examples",
+    "forecast_test",
     "load_column",
     "load_trace",
     "mae_pct",

@@ -1,4 +1,5 @@
-"""score(): how well each forecaster predicts one series, the way Diolkos evaluates.
+"""score(): how well each forecaster predicts one series, the way Diolkos evaluates
+(`forecast_test`: steps 1-3, every forecast kept, for other metrics).
 
 1. Split the series in time order: first 20% test, next 60% train, last 20%
    validation (fractions=… changes the shares).
@@ -23,7 +24,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,9 +37,23 @@ from isthmus.predict.splits import DIOLKOS_SPLIT, split_rows
 from isthmus.predict.windows import Windowing
 
 
-def score(
+@dataclass(frozen=True)
+class TestForecasts:
+    """What every model forecast on the test rows (steps 1-3 of the module's protocol)."""
+
+    actual: np.ndarray
+    """The test rows forecast, at every origin: origins x horizon x targets."""
+    predicted: dict[str, np.ndarray]
+    """Each model's forecasts, by name, shaped as `actual`."""
+    train_s: dict[str, float]
+    infer_s: dict[str, float]
+    """Each model's predict() time over every origin, in seconds."""
+    setup: dict
+
+
+def forecast_test(
     series: np.ndarray,
-    models: Sequence[ModelSpec],
+    models: Sequence[ModelSpec] | Mapping[str, ModelSpec],
     window: int,
     lead: int = 1,
     horizon: int = 1,
@@ -45,12 +61,9 @@ def score(
     targets: Sequence[int] | None = None,
     smoothing: int | None = None,
     fractions: tuple[float, float, float] = DIOLKOS_SPLIT,
-) -> dict:
-    """{"models": {name: {"mae_pct", "sdae_pct", "mse", "train_s", "infer_ms"}},
-    "setup": {…}} for `series` (a 1-D series or timesteps × variables). `models` are
-    registered names ("ewma", "arar", "gru", …; see MODELS) or factories
-    taking the Forecaster options (e.g. functools.partial(HoltWinters, season=24));
-    window, lead, horizon, targets and smoothing are passed to each."""
+) -> TestForecasts:
+    """Steps 1-3 of the protocol for `series`, every forecast kept. `models` as for
+    `score`, or a mapping from the name to show to a spec (two variants of one model)."""
     data = matrix(series, "series")
     windowing = Windowing(window, lead, horizon)
     if isinstance(models, (str, bytes)) or not models:
@@ -64,22 +77,26 @@ def score(
         "targets": targets,
         "smoothing": smoothing,
     }
-    forecasters = [make(spec, **options) for spec in models]
-    names = [f.name for f in forecasters]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ValueError(
-            f"models has {', '.join(repeated)} more than once; give each model once, "
-            "or different parameters"
-        )
+    if isinstance(models, Mapping):
+        forecasters = {name: make(spec, **options) for name, spec in models.items()}
+    else:
+        made = [make(spec, **options) for spec in models]
+        names = [f.name for f in made]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(
+                f"models has {', '.join(repeated)} more than once; give each model once, "
+                "or different parameters"
+            )
+        forecasters = dict(zip(names, made, strict=True))
 
-    train_s = []
-    for forecaster in forecasters:
+    train_s = {}
+    for name, forecaster in forecasters.items():
         started = time.perf_counter()
         forecaster.fit(train, validation)
-        train_s.append(time.perf_counter() - started)
+        train_s[name] = time.perf_counter() - started
 
-    first = max(f.min_context for f in forecasters) - 1
+    first = max(f.min_context for f in forecasters.values()) - 1
     origins = windowing.origins(len(test), first=first)
     if len(origins) == 0:
         raise ValueError(
@@ -87,38 +104,68 @@ def score(
             f"{first + 1} rows of context plus lead {lead} + horizon {horizon} - 1 more; "
             "give a longer series or a smaller window, lead, horizon or season"
         )
-    chosen = forecasters[0].targets
+    chosen = next(iter(forecasters.values())).targets
     actual = test[windowing.target_rows(origins)][:, :, chosen]
-    left_out = int(np.count_nonzero(actual == 0))
-
-    results = {}
-    for forecaster, fit_time in zip(forecasters, train_s, strict=True):
-        predicted, infer_s = _walk(forecaster, test, origins)
-        results[forecaster.name] = {
-            "mae_pct": mae_pct(actual, predicted),
-            "sdae_pct": sdae_pct(actual, predicted),
-            "mse": mse(actual, predicted),
-            "train_s": fit_time,
-            "infer_ms": 1000 * infer_s / len(origins),
-        }
-    return {
-        "models": results,
-        "setup": {
-            "window": window,
-            "lead": lead,
-            "horizon": horizon,
-            "targets": chosen,
-            "smoothing": smoothing,
-            "rows": {
-                "test": len(test),
-                "train": len(train),
-                "validation": cut.validation.stop - cut.validation.start,
-            },
-            "first_origin": int(origins[0]),
-            "origins": len(origins),
-            "zero_actuals_left_out": left_out,
+    predicted, infer_s = {}, {}
+    for name, forecaster in forecasters.items():
+        predicted[name], infer_s[name] = _walk(forecaster, test, origins)
+    setup = {
+        "window": window,
+        "lead": lead,
+        "horizon": horizon,
+        "targets": chosen,
+        "smoothing": smoothing,
+        "rows": {
+            "test": len(test),
+            "train": len(train),
+            "validation": cut.validation.stop - cut.validation.start,
         },
+        "first_origin": int(origins[0]),
+        "origins": len(origins),
+        "zero_actuals_left_out": int(np.count_nonzero(actual == 0)),
     }
+    return TestForecasts(actual, predicted, train_s, infer_s, setup)
+
+
+def score(
+    series: np.ndarray,
+    models: Sequence[ModelSpec] | Mapping[str, ModelSpec],
+    window: int,
+    lead: int = 1,
+    horizon: int = 1,
+    *,
+    targets: Sequence[int] | None = None,
+    smoothing: int | None = None,
+    fractions: tuple[float, float, float] = DIOLKOS_SPLIT,
+) -> dict:
+    """{"models": {name: {"mae_pct", "sdae_pct", "mse", "train_s", "infer_ms"}},
+    "setup": {…}} for `series` (a 1-D series or timesteps × variables). `models` are
+    registered names ("ewma", "arar", "gru", …; see MODELS) or factories
+    taking the Forecaster options (e.g. functools.partial(HoltWinters, season=24)), or
+    a mapping from names to them; window, lead, horizon, targets and smoothing are
+    passed to each."""
+    run = forecast_test(
+        series,
+        models,
+        window,
+        lead,
+        horizon,
+        targets=targets,
+        smoothing=smoothing,
+        fractions=fractions,
+    )
+    origins = run.setup["origins"]
+    results = {
+        name: {
+            "mae_pct": mae_pct(run.actual, predicted),
+            "sdae_pct": sdae_pct(run.actual, predicted),
+            "mse": mse(run.actual, predicted),
+            "train_s": run.train_s[name],
+            "infer_ms": 1000 * run.infer_s[name] / origins,
+        }
+        for name, predicted in run.predicted.items()
+    }
+    return {"models": results, "setup": run.setup}
 
 
 def _walk(

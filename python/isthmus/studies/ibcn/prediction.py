@@ -47,15 +47,15 @@ needs.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
 
+from isthmus import predict
 from isthmus.control import Controller, ControlPlane
 from isthmus.experiments import Job, Results
 from isthmus.experiments.verdicts import better, cell
-from isthmus.predict import MODELS, Forecaster, StatelessForecaster, Windowing, make, split_rows
+from isthmus.predict import MODELS, Forecaster, StatelessForecaster
 from isthmus.simulation import Simulation
 from isthmus.studies import Claim
 from isthmus.topology import Link, Topology
@@ -278,35 +278,11 @@ ModelFactory = Callable[..., Forecaster]
 def forecast_test(
     data: np.ndarray, models: dict[str, ModelFactory], targets: list[int]
 ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, float]]:
-    """`isthmus.predict.score`'s protocol with every forecast kept: split `data` (test
-    first, `SPLIT`), fit each model on the training rows (validation for early
-    stopping), and from the first origin where every model can forecast, have each
-    predict the next `HORIZON` polls of `targets` from the test rows up to the origin.
-    Returns the actual values and each model's forecasts (origins x HORIZON x
-    targets), and each model's training seconds."""
-    windowing = Windowing(WINDOW, 1, HORIZON)
-    cut = split_rows(len(data), SPLIT)
-    train, test, validation = data[cut.train], data[cut.test], data[cut.validation]
-    options = {"window": WINDOW, "horizon": HORIZON, "targets": targets}
-    forecasters = {name: make(factory, **options) for name, factory in models.items()}
-    train_s = {}
-    for name, forecaster in forecasters.items():
-        started = time.perf_counter()
-        forecaster.fit(train, validation)
-        train_s[name] = time.perf_counter() - started
-    first = max(f.min_context for f in forecasters.values()) - 1
-    origins = windowing.origins(len(test), first=first)
-    actual = test[windowing.target_rows(origins)][:, :, targets]
-    predicted = {}
-    for name, forecaster in forecasters.items():
-        forecaster.reset(test[: origins[0] + 1])
-        out = np.empty(actual.shape)
-        for i, origin in enumerate(origins):
-            out[i] = forecaster.predict()
-            if i + 1 < len(origins):
-                forecaster.update(test[origin + 1])
-        predicted[name] = out
-    return actual, predicted, train_s
+    """`isthmus.predict.forecast_test` on the study's protocol (test rows first,
+    `SPLIT`; `WINDOW` polls; the next `HORIZON` polls of `targets`): the actual values,
+    each model's forecasts (origins x HORIZON x targets) and its training seconds."""
+    run = predict.forecast_test(data, models, WINDOW, 1, HORIZON, targets=targets, fractions=SPLIT)
+    return run.actual, run.predicted, run.train_s
 
 
 def queued(data: np.ndarray) -> list[int]:
