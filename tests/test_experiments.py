@@ -20,7 +20,7 @@ from isthmus.cli import app
 from isthmus.experiments import Job, StudyFailed, load_study, run_study
 from isthmus.experiments.folder import JOBS, MANIFEST, job_file
 from isthmus.experiments.jobs import execute
-from isthmus.experiments.verdicts import better, better_pooled, cell, every_run, exceeds, within
+from isthmus.experiments.verdicts import better, better_pooled, cell, exceeds, over_seeds, within
 
 runner = CliRunner()
 CONSOLE = Path(sys.executable).parent / "isthmus"
@@ -71,7 +71,7 @@ def test_a_study_with_failed_jobs_keeps_the_others_and_names_the_failures(tmp_pa
     assert "--resume" in str(failed.value)
 
 
-def test_threshold_and_every_run_claims_are_judged_on_intervals_and_refused_on_one_seed():
+def test_threshold_and_over_seeds_claims_are_judged_on_intervals_and_refused_on_one_seed():
     """A threshold is judged by the interval of the mean, not the mean: 0.975 on average
     over seeds that straddle 0.97 is not "above 97 %"; one seed gives no verdict."""
     assert exceeds("above", [0.98], 0.97).holds is None
@@ -81,8 +81,8 @@ def test_threshold_and_every_run_claims_are_judged_on_intervals_and_refused_on_o
     assert within("near", [-0.001, 0.002, 0.0005], 0.01, "a − b").holds is True
     assert within("near", [-0.05, -0.04], 0.01, "a − b").holds is False
     assert within("near", [0.0], 0.01, "a − b").holds is None
-    assert every_run("none lost", True, "0 lost", seeds=1).holds is None
-    assert every_run("none lost", False, "3 lost", seeds=5).holds is False
+    assert over_seeds("none lost", True, "0 lost", seeds=1).holds is None
+    assert over_seeds("none lost", False, "3 lost", seeds=5).holds is False
 
 
 def test_a_refused_claim_under_two_seeds():

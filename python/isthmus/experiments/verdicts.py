@@ -159,9 +159,10 @@ def exceeds(
     )
 
 
-def every_run(statement: str, holds: bool, evidence: str, seeds: int) -> Claim:
-    """A claim about every run or flow (none lost, none below a floor), judged on all
-    seeds' runs together; no verdict under `MIN_SEEDS` seeds, as for comparisons."""
+def over_seeds(statement: str, holds: bool, evidence: str, seeds: int) -> Claim:
+    """A claim judged on all seeds' runs together (no packet lost, no flow below a
+    floor, a decision read from per-seed intervals); no verdict under `MIN_SEEDS` seeds,
+    as for comparisons."""
     if seeds < MIN_SEEDS:
         return refused(statement, {"seeds": seeds})
     return Claim(statement, bool(holds), evidence)

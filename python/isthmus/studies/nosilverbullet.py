@@ -64,10 +64,10 @@ import numpy as np
 from isthmus import _core
 from isthmus.control import ControlPlane
 from isthmus.experiments import Job, Results
-from isthmus.experiments.verdicts import better, better_pooled, cell
+from isthmus.experiments.verdicts import better, better_pooled, cell, over_seeds
 from isthmus.queues import CoDel, DropTail, Fq, StrictPriority
 from isthmus.simulation import Simulation
-from isthmus.studies import Claim, Departure, StudyTable
+from isthmus.studies import Departure, StudyTable
 from isthmus.topology import Link, Topology
 from isthmus.transport import TcpParams
 from isthmus.units import rate_bps, time_ps
@@ -500,19 +500,21 @@ def table(results: Results) -> StudyTable:
                 ]
             )
     duels = _duels(results)
+    seeds = len(results.seeds)
     claims = [
-        Claim(
+        over_seeds(
             f"{experiment}: one of {' and '.join(EXPERIMENTS[experiment][0][:2])} is better "
             f"for {workload}",
             winner is not None,
             f"winner: {winner or 'neither (the 95 % interval includes zero)'}; {evidence}",
+            seeds,
         )
         for (experiment, workload), (winner, evidence) in duels.items()
     ]
     for variant in results.settings["sensitivity"]:
         again = _duels(results, variant)
         claims.append(
-            Claim(
+            over_seeds(
                 f"Sensitivity: with {variant}, {' and '.join(SENSITIVITY[variant])} reach the "
                 "verdicts of the scripts' setting",
                 all(again[k][0] == duels[k][0] for k in again),
@@ -521,6 +523,7 @@ def table(results: Results) -> StudyTable:
                     f"(scripts' setting: {duels[(e, w)][0] or 'neither'})"
                     for e, w in again
                 ),
+                seeds,
             )
         )
     decided = {k: w for k, (w, _) in duels.items() if w is not None}
@@ -528,11 +531,12 @@ def table(results: Results) -> StudyTable:
     for (experiment, _), winner in decided.items():
         sides.setdefault(EXPERIMENTS[experiment][0][:2], set()).add(winner)
     claims.append(
-        Claim(
+        over_seeds(
             "No silver bullet: within one pair, the better configuration depends on the "
             "workload or the link",
             any(len(s) > 1 for s in sides.values()),
             "decided: " + (", ".join(f"{e} {w}: {v}" for (e, w), v in decided.items()) or "none"),
+            seeds,
         )
     )
     return StudyTable(
