@@ -18,11 +18,12 @@ Parallel Transport in Datacenters", KSII Trans. Internet and Information Systems
    (cached). The FPTAS for maximum concurrent flow (`isthmus.control.mcf`, accuracy ε)
    routes λ of every demand; where a pair spreads over more paths than its flows have
    subflows, the paths carrying most are kept and the FPTAS runs again on them.
-4. Bandwidth provision: the flows of a pair, in MRTF order, take up to their demand
-   from what the FPTAS gave the pair, from paths they already use first, then the
-   fullest, at most one path per subflow (so the flow nearest completion is served
-   first); then, again in MRTF order, each flow raises its rate towards its demand with
-   what its paths have left anywhere in the network (no capacity idles).
+4. Bandwidth provision: the pair's paths are dealt to its flows, at most one per
+   subflow (a flow keeps those it already uses; the rest, the fullest first, each to
+   the flow whose demand its paths cover least); then an exact linear program
+   (`isthmus.control.provision`) sets the rates: every pair the largest common fraction
+   of its demand the capacities allow on those paths, then what is left in MRTF order,
+   so the flow nearest completion is served first and no capacity idles.
 5. Enforcement: an MPTCP connection's subflow k is pinned to its path by entries
    matching the flow, its source and the subflow's source port, its ACKs to the same
    path backwards (so they load the links `ack_reserve` set aside for them, not links
@@ -53,6 +54,7 @@ from isthmus.control.demands import estimate_demands
 from isthmus.control.events import FlowArrival, FlowFinished
 from isthmus.control.mcf import Commodity, max_concurrent_flow
 from isthmus.control.plane import Controller
+from isthmus.control.provision import FlowPaths, provision
 from isthmus.units import size_bytes, time_ps
 
 MPTCP_PORT_STEP = 1000
@@ -113,7 +115,10 @@ class Ofpt(Controller):
         self.rounds = 0
         self.migrations = 0
         self.last_throughput = 0.0
-        """λ of the latest round: the fraction of every demand the FPTAS provisioned."""
+        """λ of the latest round: the fraction of every pair's demand the FPTAS routes."""
+        self.last_provisioned = 0.0
+        """The fraction of every pair's demand the latest round provisioned on the paths
+        its flows were given (the exact LP, `isthmus.control.provision`)."""
         self.round_cpu_seconds: list[float] = []
         """Controller CPU time of each round (view, FPTAS, provisioning, commands)."""
         self.background_window = 0
@@ -265,12 +270,33 @@ class Ofpt(Controller):
         candidates = [self._paths_between(fabric[k][0]) for k in keys]
         solution = self._solve(keys, fabric, candidates, available)
         self.last_throughput = solution[0]
-        residual = available.copy()
-        for key, (paths, flow_on_path) in zip(keys, solution[1], strict=True):
-            self._split(fabric[key], paths, flow_on_path, plan, residual)
-        for f in flows:  # work conservation, MRTF order
-            if f.flow in plan and len(plan[f.flow][0][0]) > 1:
-                plan[f.flow] = self._fill(f, plan[f.flow], residual)
+        routed = [f for f in flows if f.flow not in plan]  # MRTF order
+        path_sets: dict[int, list[list[int]]] = {}
+        for (paths, flow_on_path), key in zip(solution[1], keys, strict=True):
+            path_sets.update(self._deal(fabric[key], paths, flow_on_path))
+        group = {key: i for i, key in enumerate(keys)}
+        rates = provision(
+            available,
+            [
+                FlowPaths(
+                    demand=f.demand,
+                    group=group[(self._tor[f.src], self._tor[f.dst])],
+                    paths=[
+                        [self._edge_index[e] for e in itertools.pairwise(p)]
+                        for p in path_sets[f.flow]
+                    ],
+                )
+                for f in routed
+            ],
+        )
+        self.last_provisioned = rates.fraction
+        for f, per_path in zip(routed, rates.rates, strict=True):
+            # A path given no rate stays the subflow's (paced to nothing): dropping it
+            # would free the subflow for another path and migrate it at every round
+            # whose optimum happens to leave that path empty.
+            plan[f.flow] = [
+                (path, float(rate)) for path, rate in zip(path_sets[f.flow], per_path, strict=True)
+            ]
         return plan
 
     def _solve(self, keys, fabric, candidates, available):
@@ -300,43 +326,37 @@ class Ofpt(Controller):
             kept = max_concurrent_flow(capacity, commodities(top), self.epsilon)
         return kept.throughput, list(zip(steady, kept.path_flows, strict=True))
 
-    def _split(self, members, paths, flow_on_path, plan, residual) -> None:
-        """Hands the pair's provisioned bandwidth to its flows in MRTF order, each up to
-        its demand, from the paths it already uses first, then the fullest."""
-        left = flow_on_path.astype(np.float64).copy()
+    @staticmethod
+    def _deal(members, paths, flow_on_path) -> dict[int, list[list[int]]]:
+        """The paths each flow of a pair may use, at most one per subflow: a flow keeps
+        the pair's paths it already uses (no needless migration); the rest go, the
+        fullest first, each to the flow whose demand the paths it holds cover least
+        (so no flow is left fragments it has no subflows for). A flow left none shares
+        the pair's fullest path."""
+        held: dict[int, list[int]] = {f.flow: [] for f in members}
+        covered = {f.flow: 0.0 for f in members}
+        taken: set[int] = set()
         index = {tuple(p): i for i, p in enumerate(paths)}
-        for f in members:
-            want = f.demand
-            assigned: list[tuple[list[int], float]] = []
-            # Paths the flow already uses first (no needless migration), then the fullest.
-            current = [
-                index[tuple(s.path)] for s in f.subflows if s.path and tuple(s.path) in index
-            ]
-            rest = [i for i in np.argsort(-left, kind="stable").tolist() if i not in current]
-            for i in [*current, *rest]:
-                if want <= 1e-9 * f.demand or len(assigned) == len(f.subflows):
-                    break
-                if left[i] <= 0:
-                    continue
-                take = min(left[i], want)
-                left[i] -= take
-                want -= take
-                assigned.append((paths[i], take))
-            plan[f.flow] = assigned or [(paths[0], 0.0)]
-            for path, rate in assigned:
-                for edge in itertools.pairwise(path):
-                    residual[self._edge_index[edge]] -= rate
 
-    def _fill(self, f: _LongFlow, assigned, residual) -> list[tuple[list[int], float]]:
-        room = f.demand - sum(rate for _, rate in assigned)
-        grown = []
-        for path, rate in assigned:
-            edges = [self._edge_index[e] for e in itertools.pairwise(path)]
-            extra = max(min(room, float(np.min(residual[edges]))), 0.0)
-            residual[edges] -= extra
-            room -= extra
-            grown.append((path, rate + extra))
-        return grown
+        def give(f, i: int) -> None:
+            held[f.flow].append(i)
+            covered[f.flow] += float(flow_on_path[i])
+            taken.add(i)
+
+        for f in members:
+            for s in f.subflows:
+                i = index.get(tuple(s.path)) if s.path else None
+                if i is not None and i not in taken and len(held[f.flow]) < len(f.subflows):
+                    give(f, i)
+        for i in np.argsort(-flow_on_path, kind="stable").tolist():
+            if i in taken:
+                continue
+            open_ = [f for f in members if len(held[f.flow]) < len(f.subflows)]
+            if not open_:
+                break
+            give(max(open_, key=lambda f: f.demand - covered[f.flow]), i)
+        fullest = int(np.argmax(flow_on_path))
+        return {f.flow: [paths[i] for i in held[f.flow] or [fullest]] for f in members}
 
     def _enforce(self, flows: list[_LongFlow], plan) -> None:
         old = sorted((f for f in flows if not f.new), key=lambda f: -f.remaining / f.demand)
