@@ -105,8 +105,9 @@ def test_a_flow_keeps_the_paths_it_already_uses():
     assert paths[0] not in dealt[0]
 
 
-def test_a_flow_left_no_path_shares_the_fullest():
-    members = _pair(subflows=1)
-    paths = [[100]]
-    dealt = Ofpt._deal(members, paths, np.array([5.0]))
-    assert dealt[0] == [[100]] and dealt[1] == [[100]]
+def test_where_flows_outnumber_paths_every_flow_may_use_every_path():
+    members = _pair(subflows=4)
+    paths = [[100], [101], [102]]
+    dealt = Ofpt._deal(members, paths, np.array([5.0, 9.0, 1.0]))
+    for f in members:
+        assert sorted(dealt[f.flow]) == paths

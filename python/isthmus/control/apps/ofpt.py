@@ -331,8 +331,9 @@ class Ofpt(Controller):
         """The paths each flow of a pair may use, at most one per subflow: a flow keeps
         the pair's paths it already uses (no needless migration); the rest go, the
         fullest first, each to the flow whose demand the paths it holds cover least
-        (so no flow is left fragments it has no subflows for). A flow left none shares
-        the pair's fullest path."""
+        (so no flow is left fragments it has no subflows for); then a flow with
+        subflows to spare shares the pair's other paths, fullest first (where a pair
+        has more flows than paths, every flow may use every path)."""
         held: dict[int, list[int]] = {f.flow: [] for f in members}
         covered = {f.flow: 0.0 for f in members}
         taken: set[int] = set()
@@ -346,7 +347,7 @@ class Ofpt(Controller):
         for f in members:
             for s in f.subflows:
                 i = index.get(tuple(s.path)) if s.path else None
-                if i is not None and i not in taken and len(held[f.flow]) < len(f.subflows):
+                if i is not None and i not in held[f.flow] and len(held[f.flow]) < len(f.subflows):
                     give(f, i)
         for i in np.argsort(-flow_on_path, kind="stable").tolist():
             if i in taken:
@@ -355,8 +356,11 @@ class Ofpt(Controller):
             if not open_:
                 break
             give(max(open_, key=lambda f: f.demand - covered[f.flow]), i)
-        fullest = int(np.argmax(flow_on_path))
-        return {f.flow: [paths[i] for i in held[f.flow] or [fullest]] for f in members}
+        ranked = np.argsort(-flow_on_path, kind="stable").tolist()
+        for f in members:
+            spare = [i for i in ranked if i not in held[f.flow]]
+            held[f.flow] += spare[: len(f.subflows) - len(held[f.flow])]
+        return {f.flow: [paths[i] for i in held[f.flow]] for f in members}
 
     def _enforce(self, flows: list[_LongFlow], plan) -> None:
         old = sorted((f for f in flows if not f.new), key=lambda f: -f.remaining / f.demand)
