@@ -23,7 +23,7 @@ import numpy as np
 
 from isthmus import arguments
 from isthmus.arguments import MAX_GROUP_ID, MAX_METER_ID, U8, U16, U32, whole
-from isthmus.control.portmap import PortMap
+from isthmus.portmap import PortMap
 from isthmus.queues import queue_config
 from isthmus.simulation import ENTRY_ACTION, ENTRY_FIELDS, entry_fields
 

@@ -65,9 +65,9 @@ from isthmus.control.events import (
 )
 from isthmus.control.loop_free import hops_via_ports, node_host_distances
 from isthmus.control.paths import Paths
-from isthmus.control.portmap import PortMap
 from isthmus.control.seam import EngineSeam
 from isthmus.network_metrics import arrived_bytes
+from isthmus.portmap import PortMap
 from isthmus.queues import ramp_marker
 from isthmus.simulation import Simulation, instant
 from isthmus.topology import Topology
