@@ -32,7 +32,7 @@ LAYERS = [
         "isthmus.transport",
     ),
     ("isthmus.topology", "isthmus.queues"),
-    ("isthmus.arguments", "isthmus.inputs", "isthmus.fields"),
+    ("isthmus.arguments", "isthmus.inputs", "isthmus.fields", "isthmus.registry"),
     ("isthmus.defaults",),
     ("isthmus.units",),
 ]
