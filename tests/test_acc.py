@@ -11,8 +11,8 @@ pytest.importorskip("pettingzoo")
 from isthmus import Link, Simulation, Topology  # noqa: E402
 from isthmus.control import ControlPlane  # noqa: E402
 from isthmus.control.apps.acc import Acc, read_models, save_models  # noqa: E402
-from isthmus.rl.ddqn import DoubleDqn, DqnSettings, GlobalMemory  # noqa: E402
-from isthmus.rl.ecn_queues import (  # noqa: E402
+from isthmus.learning.ddqn import DoubleDqn, DqnSettings, GlobalMemory  # noqa: E402
+from isthmus.learning.ecn_queues import (  # noqa: E402
     COUNTERS,
     NUM_TEMPLATES,
     QueueObserver,

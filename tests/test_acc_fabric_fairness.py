@@ -6,7 +6,7 @@ import pytest
 
 from isthmus import _core
 from isthmus.experiments.jobs import execute
-from isthmus.rl.ecn_queues import NUM_TEMPLATES, templates
+from isthmus.learning.ecn_queues import NUM_TEMPLATES, templates
 from isthmus.studies.acc import runs, study
 from isthmus.studies.acc.best_static import (
     BEST_STATIC,

@@ -63,7 +63,7 @@ def test_fattree_permutation_collides_under_ecmp_but_not_when_sprayed(scenario_p
 
 
 def test_forecast_recorder_surges_in_the_middle_third_within_link_rates():
-    from isthmus.predict.recorded import record, switch_throughput
+    from isthmus.experiments.recorded_series import record, switch_throughput
 
     recording = record(seed=1)
     # One packet on the wire at a sample boundary: 1500 B per 250 us sample.

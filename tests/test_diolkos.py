@@ -12,8 +12,8 @@ from isthmus.control import ControlPlane
 from isthmus.control.apps.diolkos import Diolkos
 from isthmus.control.forecasts import SERVICE_KEY, ForecastService
 from isthmus.control.loop_free import allowed_ports, hops_via_ports, node_host_distances
-from isthmus.control.portmap import PortMap
 from isthmus.experiments import Results
+from isthmus.portmap import PortMap
 from isthmus.predict import Dense, Ewma, StatelessForecaster
 from isthmus.studies import diolkos as study
 

@@ -13,8 +13,8 @@ from isthmus import Link, Simulation, Topology
 from isthmus.control import ControlPlane
 from isthmus.control.apps.diolkos import Diolkos
 from isthmus.control.loop_free import allowed_ports, hops_via_ports, node_host_distances
-from isthmus.control.portmap import PortMap
 from isthmus.experiments import Results
+from isthmus.portmap import PortMap
 from isthmus.predict import StatelessForecaster
 from isthmus.predict.splits import split_rows
 from isthmus.studies import diolkos as study

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from isthmus.experiments.forecast_bench import model_specs
 from isthmus.predict import (
     MODELS,
     BiLstm,
@@ -24,7 +25,6 @@ from isthmus.predict import (
     split_rows,
 )
 from isthmus.predict import nets as nets_module
-from isthmus.predict.benchmark import model_specs
 
 NEURAL = ["dense", "rnn", "gru", "lstm", "skip_lstm", "bilstm"]
 SMALL = {"hidden": 16, "epochs": 40, "patience": 5, "learning_rate": 3e-3}

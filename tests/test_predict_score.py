@@ -80,7 +80,7 @@ class NotAForecaster:
         (
             ["prophet"],
             {},
-            r"unknown model 'prophet'; choose one of ewma, holt_winters, linear, arma, arar",
+            r"unknown model 'prophet'; .*known: ewma, holt_winters, linear, arma, arar",
         ),
         (["ewma", Ewma], {}, r"models has ewma more than once; give each model once"),
         ([NotAForecaster], {}, r"returned NotAForecaster, not a Forecaster"),

@@ -10,7 +10,6 @@ import re
 import stat
 import sys
 from datetime import datetime
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -28,7 +27,13 @@ from isthmus.results import (
     summarize,
     write_run,
 )
-from isthmus.scenario import Scenario, ScenarioError, load_scenario
+from isthmus.scenario import (
+    Scenario,
+    ScenarioError,
+    bundled_scenarios,
+    load_scenario,
+    resolve_scenario,
+)
 from isthmus.units import format_time, time_ps
 
 if TYPE_CHECKING:
@@ -123,35 +128,6 @@ def _main(
 
 console = Console()
 errors = Console(stderr=True)
-
-
-def bundled_scenarios() -> dict[str, Path]:
-    folder = resources.files("isthmus") / "scenarios"
-    return {
-        p.stem: Path(str(p))
-        for p in sorted(folder.iterdir(), key=lambda p: p.name)
-        if p.name.endswith(".toml")
-    }
-
-
-def resolve_scenario(name_or_path: str) -> Path:
-    path = Path(name_or_path)
-    try:
-        if path.exists():
-            return path
-    except (OSError, ValueError):
-        pass  # a name too long for a path, or with a NUL in it: no such file
-    bundled = bundled_scenarios()
-    if name_or_path in bundled:
-        return bundled[name_or_path]
-    import difflib
-
-    close = difflib.get_close_matches(name_or_path, list(bundled), n=1, cutoff=0.75)
-    hint = f"did you mean '{close[0]}'? " if close else ""
-    raise ScenarioError(
-        f"no scenario file {shown_path(name_or_path)} and no bundled scenario of that name; "
-        f"{hint}bundled: {', '.join(bundled)} (see `isthmus list`)"
-    )
 
 
 def _fail(message: str) -> NoReturn:
@@ -553,7 +529,7 @@ def forecast_bench(
 ) -> None:
     """Score every forecaster on real traffic series: MAE % ± SDAE, MSE, training and
     inference time per model (Diolkos Table 1, IBCN Table IV)."""
-    from isthmus.predict import benchmark as fb
+    from isthmus.experiments import forecast_bench as fb
     from isthmus.predict import models as predict_models
 
     if (series is None) != (column is None):

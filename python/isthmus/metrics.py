@@ -19,17 +19,6 @@ from isthmus.units import PS_PER_SECOND
 BUCKETS = ("all", "lt100KB", "100KB-1MB", "gt1MB")
 
 
-def access_rates(sim: Simulation) -> np.ndarray:
-    """Each host's access-link rate (bit/s), by host address."""
-    links = sim.topology.links()
-    host_nodes = sim.topology.nodes()["host_node"]
-    rate_of_node: dict[int, int] = {}
-    for a, b, rate in zip(links["a"], links["b"], links["rate_bps"], strict=True):
-        rate_of_node.setdefault(int(a), int(rate))
-        rate_of_node.setdefault(int(b), int(rate))
-    return np.array([rate_of_node[int(n)] for n in host_nodes], dtype=np.float64)
-
-
 def flow_times(sim: Simulation) -> dict[str, np.ndarray]:
     """Per flow: fct_ps and ideal_ps (-1 / NaN-free), and slowdown (NaN if unfinished)."""
     flows = sim.flows()
@@ -41,7 +30,7 @@ def flow_times(sim: Simulation) -> dict[str, np.ndarray]:
         if pair not in rtts:
             rtts[pair] = sim.base_rtt(*pair)
         base[i] = rtts[pair]
-    rates = access_rates(sim)[flows["src"]] if len(fct) else np.zeros(0)
+    rates = sim.topology.access_rates()[flows["src"]] if len(fct) else np.zeros(0)
     ideal = flows["size_bytes"] * 8 / rates * PS_PER_SECOND + base
     slowdown = np.where(finished, fct / ideal, np.nan)
     # A timed (iperf-like) flow has no size until its time is up: no ideal yet either.

@@ -29,11 +29,13 @@ impossible topologies are refused with one message that names the field and the 
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
 import tomllib as toml
 from abc import abstractmethod
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -45,7 +47,7 @@ from isthmus.fields import Index, PositiveInt, QueueLimit, Rate, Seed, Size, Str
 from isthmus.flows import Arrivals as FlowArrivals
 from isthmus.flows import Incast, Poisson, SizeRange, generate_flows
 from isthmus.flows import Pattern as FlowPattern
-from isthmus.inputs import confined_to, excerpt, read_text, user_file
+from isthmus.inputs import confined_to, excerpt, read_text, shown_path, user_file
 from isthmus.queues import Aqm, DeviceQueue, Scheduler
 from isthmus.simulation import BcnPoints, Simulation
 from isthmus.topology import Link, Topology
@@ -948,3 +950,33 @@ def load_scenario(path: str | Path) -> Scenario:
     except ValueError as e:
         raise ScenarioError(str(e)) from None
     return parse_scenario(text, source=str(path))
+
+
+def bundled_scenarios() -> dict[str, Path]:
+    """The scenario files shipped with Isthmus, by name."""
+    folder = resources.files("isthmus") / "scenarios"
+    return {
+        p.stem: Path(str(p))
+        for p in sorted(folder.iterdir(), key=lambda p: p.name)
+        if p.name.endswith(".toml")
+    }
+
+
+def resolve_scenario(name_or_path: str) -> Path:
+    """A scenario file's path, or a bundled scenario's by name (a near miss suggests
+    the name meant)."""
+    path = Path(name_or_path)
+    try:
+        if path.exists():
+            return path
+    except (OSError, ValueError):
+        pass  # a name too long for a path, or with a NUL in it: no such file
+    bundled = bundled_scenarios()
+    if name_or_path in bundled:
+        return bundled[name_or_path]
+    close = difflib.get_close_matches(name_or_path, list(bundled), n=1, cutoff=0.75)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    raise ScenarioError(
+        f"no scenario file {shown_path(name_or_path)} and no bundled scenario of that name; "
+        f"{hint}bundled: {', '.join(bundled)} (see `isthmus list`)"
+    )

@@ -18,6 +18,7 @@ from isthmus import _core, arguments, defaults
 from isthmus.arguments import MAX_GROUP_ID, MAX_METER_ID, U8, U16, U32, checked, whole
 from isthmus.fields import Strict
 from isthmus.link_traces import load_trace
+from isthmus.portmap import PortMap
 from isthmus.queues import Step, queue_config
 from isthmus.topology import Topology
 from isthmus.transport import TRANSPORTS, TcpParams
@@ -488,10 +489,8 @@ class Simulation:
         """An RDMA-like DCQCN flow of `size` bytes, starting at its host's line rate (the
         DCQCN paper's reaction-point parameters). Returns its id. Switch ports mark
         with the ramp from `isthmus.transport.dcqcn_marker`."""
-        from isthmus.metrics import access_rates
-
         src, dst = self._host(src, "src"), self._host(dst, "dst")
-        line_rate = int(access_rates(self)[src])
+        line_rate = int(self.topology.access_rates()[src])
         first = self._engine.add_dcqcn_flows(
             np.array([src], dtype=np.uint32),
             np.array([dst], dtype=np.uint32),
@@ -518,13 +517,11 @@ class Simulation:
         `size` bytes to `receiver`; a round starts `gap` after the previous round's last
         byte arrived. `transport`: tcp, dctcp or dcqcn (at the senders' line rate, which
         must be one rate). Returns the job's id; `incast_rounds()` has every round."""
-        from isthmus.metrics import access_rates
-
         receiver = self._host(receiver, "receiver")
         last = self.topology.num_hosts - 1
         senders = arguments.whole_list(senders, "senders", 0, last, "a host", min_length=1)
         arguments.text(transport, "transport", (*STREAM_TRANSPORTS, "dcqcn"))
-        rates = {int(access_rates(self)[s]) for s in senders}
+        rates = {int(self.topology.access_rates()[s]) for s in senders}
         if transport == "dcqcn" and len(rates) > 1:
             raise ValueError("dcqcn incast senders must share one access-link rate")
         return self._engine.add_incast_rounds(
@@ -565,12 +562,10 @@ class Simulation:
         its host's line rate); after a STOP it pauses for a time uniform in [`min_pause`,
         `max_pause`] (the IBCN paper's 200-800 ms by default) and restarts at
         `fair_share`. Runs until `size` bytes or `stop`. Returns its id."""
-        from isthmus.metrics import access_rates
-
         if size is None and stop is None:
             raise ValueError("a BCN flow needs a size, a stop time, or both")
         src, dst = self._host(src, "src"), self._host(dst, "dst")
-        line_rate = int(access_rates(self)[src])
+        line_rate = int(self.topology.access_rates()[src])
         cap = (
             arguments.rate(offered_load, "offered_load") if offered_load is not None else line_rate
         )
@@ -656,13 +651,11 @@ class Simulation:
         sender at the regulator's rate, a STOP holds it for a pause uniform in
         [`min_pause`, `max_pause`], after which it restarts at `fair_share`. Needs the
         simulation's BCN congestion points (`bcn=`)."""
-        from isthmus.metrics import access_rates
-
         flow = self._flow(flow)
         src = int(self.flows()["src"][flow])
         self._engine.regulate_with_bcn(
             flow,
-            int(access_rates(self)[src]),
+            int(self.topology.access_rates()[src]),
             *_bcn_regulator(fair_share, ru, gi, gd, min_pause, max_pause),
         )
 
@@ -702,8 +695,6 @@ class Simulation:
 
     def port_towards(self, node: int | str, neighbour: int | str) -> int:
         """The local port of `node` that faces `neighbour`."""
-        from isthmus.control.portmap import PortMap  # it builds on Simulation
-
         ports = PortMap(self)
         index, other = ports.node(node), ports.node(neighbour, "neighbour")
         if other not in ports.neighbours[index]:

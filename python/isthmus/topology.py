@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import networkx as nx
+import numpy as np
 
 from isthmus import _core, arguments
 from isthmus.arguments import U16, U32, shown, whole
@@ -192,6 +193,15 @@ class Topology:
     def links(self) -> dict:
         """Columns `a`, `b` (node indices), `rate_bps`, `delay_ps`."""
         return self._core.links()
+
+    def access_rates(self) -> np.ndarray:
+        """Each host's access-link rate (bit/s), by host address."""
+        links = self.links()
+        rate_of_node: dict[int, int] = {}
+        for a, b, rate in zip(links["a"], links["b"], links["rate_bps"], strict=True):
+            rate_of_node.setdefault(int(a), int(rate))
+            rate_of_node.setdefault(int(b), int(rate))
+        return np.array([rate_of_node[int(n)] for n in self.nodes()["host_node"]], dtype=np.float64)
 
     def to_networkx(self) -> nx.MultiGraph:
         """The graph with node attributes kind/role/address and link attributes

@@ -146,6 +146,16 @@ pub enum Command {
         port: Option<u16>,
         config: crate::queue::QueueConfig,
     },
+    /// Change only the AQM (the marking) of one port of `switch` (None: every port), of
+    /// every class's queue (`class` None: per-class settings go) or of class `class`'s
+    /// queue alone; each port keeps its own scheduler, limit and device queue, and the
+    /// packets waiting stay where they are.
+    SetAqm {
+        switch: u32,
+        port: Option<u16>,
+        class: Option<u8>,
+        aqm: crate::queue::AqmConfig,
+    },
     /// Take a migrated flow off its old path without losing what is on it: the first
     /// entry of `entries` (the path's first hop, which no new packet may take) goes at
     /// once; the others stay until the flow's packets already past the first hop have
@@ -503,6 +513,34 @@ impl Engine {
                     None => Ok(()),
                 }
             }
+            Command::SetAqm {
+                switch,
+                port,
+                class,
+                aqm,
+            } => {
+                self.check_switch(*switch)?;
+                if let Some(p) = port {
+                    self.check_port(*switch, *p)?;
+                }
+                aqm.validate()?;
+                if let Some(class) = class {
+                    for global in self.switch_ports(*switch, *port) {
+                        let classes = self.ports[global as usize].queue.config.classes();
+                        if *class as usize >= classes {
+                            let node = self.nodes[*switch as usize].first_port;
+                            return Err(format!(
+                                "traffic_class {class} does not exist on port {} of '{}' \
+                                 (its scheduler has classes 0..{})",
+                                global - node,
+                                self.topology().nodes[*switch as usize].name,
+                                classes - 1
+                            ));
+                        }
+                    }
+                }
+                Ok(())
+            }
             Command::SetLink { link, .. } => {
                 if *link as usize >= self.link_ports.len() {
                     return Err(format!(
@@ -729,16 +767,41 @@ impl Engine {
                 port,
                 config,
             } => {
-                let node = &self.nodes[switch as usize];
-                let (first, count) = (node.first_port, node.num_ports as u32);
-                let ports = match port {
-                    Some(p) => first + p as u32..first + p as u32 + 1,
-                    None => first..first + count,
-                };
-                for p in ports {
+                for p in self.switch_ports(switch, port) {
                     self.configure_port(p, config.clone());
                 }
             }
+            Command::SetAqm {
+                switch,
+                port,
+                class,
+                aqm,
+            } => {
+                for p in self.switch_ports(switch, port) {
+                    let queue = &mut self.ports[p as usize].queue;
+                    match class {
+                        None => queue.set_aqm(aqm.clone(), Vec::new()),
+                        Some(class) => {
+                            let mut per_class = queue.config.class_aqm.clone();
+                            let class = class as usize;
+                            if per_class.len() <= class {
+                                per_class.resize(class + 1, None);
+                            }
+                            per_class[class] = Some(aqm.clone());
+                            queue.set_aqm(queue.config.aqm.clone(), per_class);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The global indices of port `port` of `switch`, or of all its ports with None.
+    fn switch_ports(&self, switch: u32, port: Option<u16>) -> std::ops::Range<PortId> {
+        let node = &self.nodes[switch as usize];
+        match port {
+            Some(p) => node.first_port + p as u32..node.first_port + p as u32 + 1,
+            None => node.first_port..node.first_port + node.num_ports as u32,
         }
     }
 

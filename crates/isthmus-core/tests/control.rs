@@ -861,3 +861,92 @@ fn fired_and_cancelled_timers_are_freed_and_ids_never_reused() {
     );
     assert!(e.cancel_control_timer(99_999).is_err());
 }
+
+/// SetAqm changes a port's marking and nothing else: a DRR port keeps its scheduler,
+/// limit and the other class's marking, and a class it lacks is refused by name.
+#[test]
+fn set_aqm_changes_only_the_marking() {
+    use isthmus_core::queue::{AqmConfig, SchedulerConfig};
+    let mut e = fabric();
+    let leaf0 = node(&e, "leaf0");
+    let drr = QueueConfig {
+        limit: isthmus_core::Limit::Packets(100),
+        scheduler: SchedulerConfig::Drr {
+            quanta: vec![1500, 3000],
+        },
+        aqm: AqmConfig::DropTail,
+        class_aqm: Vec::new(),
+        device_queue: 3,
+    };
+    e.issue(
+        0,
+        Command::ConfigureQueue {
+            switch: leaf0,
+            port: Some(1),
+            config: drr.clone(),
+        },
+    )
+    .unwrap();
+    let step = |k| AqmConfig::step(isthmus_core::Limit::Packets(k));
+    for (class, k) in [(0, 20), (1, 30)] {
+        e.issue(
+            0,
+            Command::SetAqm {
+                switch: leaf0,
+                port: Some(1),
+                class: Some(class),
+                aqm: step(k),
+            },
+        )
+        .unwrap();
+    }
+    e.run_until(US);
+    let port = |e: &Engine, local: u16| {
+        e.ports
+            .iter()
+            .find(|p| p.node == leaf0 && p.local == local)
+            .unwrap()
+            .queue
+            .config
+            .clone()
+    };
+    let config = port(&e, 1);
+    assert_eq!(config.scheduler, drr.scheduler);
+    assert_eq!(config.limit, drr.limit);
+    assert_eq!(config.device_queue, 3);
+    assert_eq!(config.class_aqm, vec![Some(step(20)), Some(step(30))]);
+    // Every port: each keeps its own queue; per-class settings go.
+    let fifo_before = port(&e, 0);
+    e.issue(
+        0,
+        Command::SetAqm {
+            switch: leaf0,
+            port: None,
+            class: None,
+            aqm: step(40),
+        },
+    )
+    .unwrap();
+    e.run_until(2 * US);
+    let (drr_after, fifo_after) = (port(&e, 1), port(&e, 0));
+    assert_eq!(drr_after.scheduler, drr.scheduler);
+    assert!(drr_after.class_aqm.is_empty());
+    assert_eq!(drr_after.aqm, step(40));
+    assert_eq!(fifo_after.scheduler, fifo_before.scheduler);
+    assert_eq!(fifo_after.limit, fifo_before.limit);
+    let err = e
+        .issue(
+            0,
+            Command::SetAqm {
+                switch: leaf0,
+                port: None,
+                class: Some(1),
+                aqm: step(5),
+            },
+        )
+        .unwrap_err();
+    assert!(
+        err.contains("traffic_class 1 does not exist on port 0"),
+        "{err}"
+    );
+}

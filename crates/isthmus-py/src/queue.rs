@@ -280,6 +280,31 @@ impl Engine {
             .map_err(value_error)
     }
 
+    /// Changes only the AQM of `port` of `switch` (every port if None), of every class
+    /// (`class` None) or of class `class` alone, after `delay`.
+    #[pyo3(signature = (delay, switch, aqm, port=None, class=None))]
+    fn set_aqm(
+        &mut self,
+        delay: u64,
+        switch: u32,
+        aqm: &Bound<'_, PyDict>,
+        port: Option<u16>,
+        class: Option<u8>,
+    ) -> PyResult<()> {
+        let aqm = aqm_from(aqm)?;
+        self.inner
+            .issue(
+                delay,
+                Command::SetAqm {
+                    switch,
+                    port,
+                    class,
+                    aqm,
+                },
+            )
+            .map_err(value_error)
+    }
+
     /// The queueing configuration of port `port` (a global port index) as a dict.
     fn queue_config<'py>(&self, py: Python<'py>, port: usize) -> PyResult<Bound<'py, PyDict>> {
         let p = self

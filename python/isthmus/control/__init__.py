@@ -11,7 +11,7 @@ from isthmus.control.events import (
 )
 from isthmus.control.paths import Paths
 from isthmus.control.plane import Controller, ControlPlane, SwitchAgent, SwitchHandle
-from isthmus.control.portmap import PortMap
+from isthmus.portmap import PortMap
 
 __all__ = [
     "ControlPlane",

@@ -23,7 +23,7 @@ from collections import deque
 
 import numpy as np
 
-from isthmus.control.portmap import PortMap
+from isthmus.portmap import PortMap
 
 UNREACHABLE = np.iinfo(np.int32).max // 2
 

@@ -9,8 +9,8 @@ import itertools
 import networkx as nx
 
 from isthmus.arguments import shown, whole
-from isthmus.control.portmap import PortMap
 from isthmus.control.routing import next_hop_ports
+from isthmus.portmap import PortMap
 
 # The most paths `k_shortest` lists: far more than any scheme spreads a flow over.
 MAX_PATHS = 10_000

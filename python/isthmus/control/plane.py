@@ -21,7 +21,6 @@ then `run("2ms")`) continues the same programs, timers and entries.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +28,32 @@ import networkx as nx
 import numpy as np
 
 from isthmus import arguments
-from isthmus.arguments import MAX_GROUP_ID, MAX_METER_ID, U8, U16, U32, whole
+from isthmus.arguments import U8, U32, whole
+from isthmus.control.commands import (
+    Command,
+    ConfigureQueue,
+    DeleteEntry,
+    DropBuffer,
+    FloodOut,
+    Hold,
+    InstallEntry,
+    ModifyEntry,
+    Pace,
+    PaceSubflow,
+    PacketOut,
+    Release,
+    RetirePath,
+    SetAqm,
+    SetBcnPredictions,
+    SetFailoverGroup,
+    SetFloodPorts,
+    SetLink,
+    SetMeter,
+    SetSelectGroup,
+    local_port,
+    queue_value,
+    switch_node,
+)
 from isthmus.control.events import (
     EntryRemoved,
     FlowArrival,
@@ -41,10 +65,11 @@ from isthmus.control.events import (
 )
 from isthmus.control.loop_free import hops_via_ports, node_host_distances
 from isthmus.control.paths import Paths
-from isthmus.control.portmap import PortMap
+from isthmus.control.seam import EngineSeam
 from isthmus.network_metrics import arrived_bytes
-from isthmus.queues import queue_config, ramp_marker
-from isthmus.simulation import ENTRY_ACTION, ENTRY_FIELDS, Simulation, entry_fields, instant
+from isthmus.portmap import PortMap
+from isthmus.queues import ramp_marker
+from isthmus.simulation import Simulation, instant
 from isthmus.topology import Topology
 
 MISS_POLICIES = ("route", "controller", "drop")
@@ -183,6 +208,12 @@ class Controller(_Program):
 
     # ---- commands (each after the control latency, plus `extra_delay`) ----------------
 
+    def issue(self, command: Command, *, extra_delay: int | str = 0) -> int | None:
+        """Checks `command` (an `isthmus.control.commands` object) against the network
+        and sends it; it takes effect after the control latency plus `extra_delay`. An
+        `InstallEntry` answers with the entry's id."""
+        return self._plane.issue(command, extra_delay=extra_delay)
+
     def install(
         self, switch: int | str, priority: int, *, extra_delay: int | str = 0, **kwargs
     ) -> int:
@@ -190,91 +221,73 @@ class Controller(_Program):
         src_port, dst_port, flow. Action: output=port, group=id, drop=True,
         controller=True, flood=True, or none for default routing; optional set_priority, meter,
         idle_timeout, hard_timeout (durations)."""
-        plane = self._plane
-        return plane._install(plane._switch(switch), priority, extra_delay, kwargs)
+        return self.issue(InstallEntry(switch, priority, kwargs), extra_delay=extra_delay)
 
     def delete(self, switch: int | str, entry: int, *, extra_delay: int | str = 0) -> None:
-        plane = self._plane
-        plane._delete(plane._switch(switch), entry, extra_delay)
+        self.issue(DeleteEntry(switch, entry), extra_delay=extra_delay)
 
     def modify(self, switch: int | str, entry: int, **action) -> None:
         """Replaces an entry's action (output, group, drop, controller, flood, or none
         for default routing; set_priority, meter), keeping its match and counters."""
-        plane = self._plane
-        node = plane._switch(switch)
-        entry = whole(entry, "entry", 0, U32, "an entry id")
-        fields = plane._entry_fields(node, action, ENTRY_ACTION)
-        plane._engine_call("modify_entry", 0, node, entry, **fields)
+        self.issue(ModifyEntry(switch, entry, action))
 
     def select_group(
         self, switch: int | str, group: int, ports: list[int], weights: list[int] | None = None
     ) -> None:
         """Group `group` (0..MAX_GROUP_ID) hashes flows over `ports`, in proportion to
         `weights` (default: equal)."""
-        self._plane._select_group(self._plane._switch(switch), group, ports, weights)
+        self.issue(SetSelectGroup(switch, group, ports, weights))
 
     def failover_group(self, switch: int | str, group: int, ports: list[int]) -> None:
         """Group `group` (0..MAX_GROUP_ID) sends out of the first of `ports` whose link
         is up."""
-        plane = self._plane
-        node = plane._switch(switch)
-        group = whole(group, "group", 0, MAX_GROUP_ID, "a group id")
-        plane._engine_call("set_failover_group", 0, node, group, plane._ports(node, ports, "ports"))
+        self.issue(SetFailoverGroup(switch, group, ports))
 
     def meter(
         self, switch: int | str, meter: int, rate: int | str, burst: int | str = "15KB"
     ) -> None:
         """Meter `meter` (0..MAX_METER_ID) polices to `rate` with a `burst` bucket."""
-        plane = self._plane
-        node = plane._switch(switch)
-        meter = whole(meter, "meter", 0, MAX_METER_ID, "a meter id")
-        bps, burst_bytes = arguments.rate(rate, "rate"), arguments.size(burst, "burst")
-        plane._engine_call("set_meter", 0, node, meter, bps, burst_bytes)
+        self.issue(SetMeter(switch, meter, rate, burst))
 
     def packet_out(self, buffer: int, port: int | None = None) -> None:
         """Sends a packet-in's packet out of `port`, or back through the flow table."""
-        self._plane._packet_out(buffer, port)
+        self.issue(PacketOut(buffer, port))
 
     def flood(self, buffer: int) -> None:
         """Sends a packet-in's packet out of every flood port of its switch but the one
         it came in on."""
-        self._plane._release_buffer("flood_out", buffer)
+        self.issue(FloodOut(buffer))
 
     def set_flood_ports(self, switch: int | str, ports: list[int]) -> None:
         """Restricts where `switch` floods (to a spanning tree's ports, say)."""
-        plane = self._plane
-        node = plane._switch(switch)
-        flood_ports = plane._ports(node, ports, "ports", min_length=0)
-        plane._engine_call("set_flood_ports", 0, node, flood_ports)
+        self.issue(SetFloodPorts(switch, ports))
 
     def drop(self, buffer: int) -> None:
-        self._plane._release_buffer("drop_buffer", buffer)
+        self.issue(DropBuffer(buffer))
 
     def hold(self, flow: int) -> None:
         """Stops a flow's sender from sending new data."""
-        self._plane._engine_call("hold", 0, _flow(flow))
+        self.issue(Hold(flow))
 
     def release(self, flow: int) -> None:
-        self._plane._engine_call("release", 0, _flow(flow))
+        self.issue(Release(flow))
 
     def pace(self, flow: int, rate: int | str | None) -> None:
         """Spaces a flow's packets at `rate` (None: unpaced)."""
-        bps = None if rate is None else arguments.rate(rate, "rate")
-        self._plane._engine_call("pace", 0, _flow(flow), bps)
+        self.issue(Pace(flow, rate))
 
     def pace_subflow(self, flow: int, subflow: int, rate: int | str | None) -> None:
         """Spaces new segments of MPTCP connection `flow`'s subflow `subflow` at `rate`;
         a rate of 0 gives the subflow no new data, None lets its window decide."""
-        subflow = whole(subflow, "subflow", 0, U8, "a subflow of an MPTCP connection")
-        bps = None if rate is None else 0 if rate == 0 else arguments.rate(rate, "rate")
-        self._plane._engine_call("pace_subflow", 0, _flow(flow), subflow, bps)
+        self.issue(PaceSubflow(flow, subflow, rate))
 
     def set_bcn_queue(self, switch: int | str, port: int, queue: float | None) -> None:
         """Feeds the BCN congestion point of a switch port one queue value (packets) in
         place of the measured queue; None measures again."""
-        node = self._plane._switch(switch)
-        port = self._plane._port(node, port)
-        values = None if queue is None else [_queue_value(queue, "queue")]
+        net = self._plane.ports
+        node = switch_node(net, switch)
+        port = local_port(net, node, port)
+        values = None if queue is None else [queue_value(queue, "queue")]
         self.set_bcn_predictions({(node, port): values})
 
     def set_bcn_predictions(
@@ -284,46 +297,17 @@ class Controller(_Program):
         (packets), all in one command: the class most of them fall in decides each
         point's feedback and their mean replaces the queue in e (IBCN); None measures
         again."""
-        plane = self._plane
-        if not isinstance(predictions, dict):
-            raise ValueError(
-                "predictions must be a dict {(switch, port): [queue values] or None}, "
-                f"got {arguments.shown(predictions)}"
-            )
-        points = []
-        for key, values in predictions.items():
-            if not isinstance(key, tuple) or len(key) != 2:
-                raise ValueError(
-                    f"predictions: each key is a (switch, port) pair, got {arguments.shown(key)}"
-                )
-            node = plane._switch(key[0], "predictions' switch")
-            port = plane._port(node, key[1], "predictions' port")
-            if values is not None:
-                if isinstance(values, str | bytes) or not hasattr(values, "__iter__"):
-                    raise ValueError(
-                        f"predictions[{key!r}] must be a list of queue values (packets) or "
-                        f"None, got {arguments.shown(values)}"
-                    )
-                values = [
-                    _queue_value(v, f"predictions[{key!r}][{i}]") for i, v in enumerate(values)
-                ]
-            points.append((node, port, values))
-        plane._engine_call("set_bcn_predictions", 0, points)
+        self.issue(SetBcnPredictions(predictions))
 
     def set_link(self, link: int, up: bool) -> None:
-        link = whole(link, "link", 0, U32, "a link index of topology.links()")
-        self._plane._engine_call("set_link", 0, link, arguments.flag(up, "up"))
+        self.issue(SetLink(link, up))
 
     def configure_queue(
         self, switch: int | str, *, limit: str, scheduler=None, aqm=None, port: int | None = None
     ) -> None:
         """Replaces the queueing (limit, `isthmus.queues` scheduler and AQM) of one port
         or every port of a switch."""
-        plane = self._plane
-        node = plane._switch(switch)
-        port = None if port is None else plane._port(node, port)
-        config = queue_config(limit, scheduler, aqm)
-        plane._engine_call("configure_queue", 0, node, config, port)
+        self.issue(ConfigureQueue(switch, limit, scheduler, aqm, port))
 
     def set_ecn_threshold(
         self,
@@ -335,10 +319,8 @@ class Controller(_Program):
         """Makes the port's (or every port's) AQM DCTCP's step marker at `threshold`
         ("65pkts", "100KB"), or drop-tail with None; with `traffic_class`, that class's
         queue only. Scheduler and limit stay."""
-        node = self._plane._switch(switch)
-        self._plane._set_marking(
-            node, port, traffic_class, threshold, threshold, 1.0, ("threshold", "threshold")
-        )
+        aqm = _marking(threshold, threshold, 1.0, ("threshold", "threshold"))
+        self.issue(SetAqm(switch, aqm, port, traffic_class))
 
     # ---- paths -------------------------------------------------------------------------
 
@@ -364,7 +346,7 @@ class Controller(_Program):
         if dst_port is not None:
             match["dst_port"] = dst_port
         return [
-            (switch, self._plane._install(switch, priority, extra_delay, {**match, "output": port}))
+            (switch, self.install(switch, priority, extra_delay=extra_delay, **match, output=port))
             for switch, port in hops
         ]
 
@@ -391,27 +373,12 @@ class Controller(_Program):
         goes with the first hop, and a packet that took the old first hops meets the new
         path's entries there, already in place (both paths shortest, so no loop).
         Returns the new entries."""
-        if isinstance(old, str | bytes) or not hasattr(old, "__iter__"):
-            raise ValueError(
-                "old must be the flow's (switch, entry) pairs from install_path, got "
-                f"{arguments.shown(old)}"
-            )
-        old = list(old)
-        if not old:
-            raise ValueError("old: migrate needs the flow's old entries (from install_path)")
-        retired = []
-        for i, pair in enumerate(old):
-            if not isinstance(pair, tuple | list) or len(pair) != 2:
-                raise ValueError(
-                    f"old[{i}] must be a (switch, entry) pair, got {arguments.shown(pair)}"
-                )
-            node = self._plane._switch(pair[0], f"old[{i}]'s switch")
-            retired.append((node, whole(pair[1], f"old[{i}]'s entry", 0, U32, "an entry id")))
+        retire = self._plane.check(RetirePath(flow, old))
         new = self.install_path(flow, new_path, priority, src_port=src_port, dst_port=dst_port)
         rtt = 2 * self._plane.latency
-        self._plane._engine_call("retire_path", rtt, _flow(flow), retired)
+        self._plane.send(retire, extra_delay=rtt)
         shared = {switch for switch, _ in new}
-        for node, entry in retired[1:]:
+        for node, entry in retire.entries[1:]:
             if node in shared:
                 self.delete(node, entry, extra_delay=rtt)
         return new
@@ -506,7 +473,7 @@ class SwitchHandle:
 
     def install(self, priority: int, **kwargs) -> int:
         """As `Controller.install`, on this switch only."""
-        entry = self.__plane._install(self.__switch, priority, 0, kwargs)
+        entry = self.__plane.issue(InstallEntry(self.__switch, priority, kwargs))
         self.__installed.add(entry)
         return entry
 
@@ -516,11 +483,11 @@ class SwitchHandle:
         # way is applied before this delete: commands keep their order).
         if entry not in self.__installed and entry not in self.entries()["entry"]:
             raise ValueError(f"entry {entry} is not on switch '{self.name}'")
-        self.__plane._delete(self.__switch, entry, 0)
+        self.__plane.issue(DeleteEntry(self.__switch, entry))
 
     def select_group(self, group: int, ports: list[int], weights: list[int] | None = None) -> None:
         """As `Controller.select_group`, on this switch only."""
-        self.__plane._select_group(self.__switch, group, ports, weights)
+        self.__plane.issue(SetSelectGroup(self.__switch, group, ports, weights))
 
     def packet_out(self, event: PacketIn, port: int | None = None) -> None:
         """Releases a packet this switch sent up."""
@@ -528,7 +495,7 @@ class SwitchHandle:
             raise ValueError(f"event must be a PacketIn, got {arguments.shown(event)}")
         if event.switch != self.__switch:
             raise ValueError(f"that packet-in came from another switch, not '{self.name}'")
-        self.__plane._packet_out(event.buffer, port)
+        self.__plane.issue(PacketOut(event.buffer, port))
 
     def set_ecn(
         self,
@@ -542,12 +509,13 @@ class SwitchHandle:
         at `kmin` to `pmax` at `kmax` and 1 above (DCTCP's step when kmin = kmax, the
         default), or no marking (drop-tail) with `kmin` None. With `traffic_class`, only
         that class's queue of the port; without, every class (per-class settings go)."""
-        self.__plane._set_marking(self.__switch, port, traffic_class, kmin, kmax or kmin, pmax)
+        aqm = _marking(kmin, kmax or kmin, pmax)
+        self.__plane.issue(SetAqm(self.__switch, aqm, port, traffic_class))
 
     def ecn(self, port: int, traffic_class: int = 0) -> dict:
         """The AQM class `traffic_class`'s queue on local port `port` runs (kind, and
         kmin / kmax / pmax for a marker)."""
-        port = self.__plane._port(self.__switch, port)
+        port = local_port(self.__plane.ports, self.__switch, port)
         traffic_class = whole(traffic_class, "traffic_class", 0, U8, "a traffic class")
         config = self.__plane.sim.port_queue_config(self.__switch, port)
         per_class = config.get("class_aqm", [])
@@ -623,6 +591,8 @@ class ControlPlane:
         self._claimed: set[int] = set()
         self._unstarted: list[_Program] = []
         self._services: dict[str, Any] = {}
+        self.seam = EngineSeam(sim._engine)
+        """Where checked commands go: the engine's translation of each kind."""
         self._host_distances: np.ndarray | None = None
 
     def add(self, controller: Controller) -> Controller:
@@ -686,7 +656,7 @@ class ControlPlane:
 
     def set_miss(self, switch: int | str, miss: str) -> None:
         """What `switch` does on a table miss: "route", "controller" or "drop"."""
-        node = self._switch(switch)
+        node = switch_node(self.ports, switch)
         self.sim._engine.set_miss(node, arguments.text(miss, "miss", MISS_POLICIES))
 
     # ---- running -----------------------------------------------------------------------
@@ -741,13 +711,13 @@ class ControlPlane:
                     agent = self.agents[event.switch]
                     agent.switch._forget(event.entry)
                     agent.on_entry_removed(event)
-                name = {
-                    FlowArrival: "on_flow_arrival",
-                    FlowFinished: "on_flow_finished",
-                    EntryRemoved: "on_entry_removed",
-                }[type(event)]
                 for controller in self.controllers:
-                    getattr(controller, name)(event)
+                    if isinstance(event, FlowArrival):
+                        controller.on_flow_arrival(event)
+                    elif isinstance(event, FlowFinished):
+                        controller.on_flow_finished(event)
+                    else:
+                        controller.on_entry_removed(event)
 
     def _packet_in(self, event: PacketIn) -> None:
         for controller in self.controllers:
@@ -757,7 +727,7 @@ class ControlPlane:
             agent.on_packet_in(event)
         if event.buffer not in self._claimed:
             # Nobody took the packet: it is dropped, not kept forever.
-            self.sim._engine.drop_buffer(0, event.buffer)
+            self.seam.send(0, DropBuffer(event.buffer))
         self._claimed.discard(event.buffer)
 
     # ---- plumbing for the programs -------------------------------------------------------
@@ -776,8 +746,25 @@ class ControlPlane:
         """Timers that can still fire (one-shot timers leave once they fired)."""
         return len(self._timers)
 
-    def _engine_call(self, method: str, extra_delay: int | str, *args, **kwargs) -> None:
-        getattr(self.sim._engine, method)(self._delay(extra_delay), *args, **kwargs)
+    def check(self, command: Command) -> Command:
+        """`command` checked against this network, in engine terms."""
+        if not isinstance(command, Command):
+            raise ValueError(
+                "command must be one of isthmus.control.commands (InstallEntry, SetAqm, "
+                f"Pace, ...), got {arguments.shown(command)}"
+            )
+        return command.checked(self.ports)
+
+    def issue(self, command: Command, *, extra_delay: int | str = 0) -> int | None:
+        """Checks `command` and sends it: it takes effect after the control latency plus
+        `extra_delay`. An `InstallEntry` answers with the entry's id."""
+        return self.send(self.check(command), extra_delay=extra_delay)
+
+    def send(self, checked: Command, *, extra_delay: int | str = 0) -> int | None:
+        """Sends a command `check` returned through the seam."""
+        if isinstance(checked, PacketOut | FloodOut | DropBuffer):
+            self._claimed.add(checked.buffer)
+        return self.seam.send(self._delay(extra_delay), checked)
 
     def _delay(self, extra_delay: int | str) -> int:
         """The control latency plus `extra_delay`, refused if it would land a command
@@ -785,110 +772,6 @@ class ControlPlane:
         delay = self.latency + arguments.duration(extra_delay, "extra_delay")
         instant(self.sim.now + delay, "extra_delay")
         return delay
-
-    def _switch(self, switch: int | str, name: str = "switch") -> int:
-        """The node index of switch `switch` (a name or a node number)."""
-        node = self.ports.node(switch, name)
-        if self.ports.kinds[node] != "switch":
-            raise ValueError(f"{name}: '{self.ports.names[node]}' is a host, not a switch")
-        return node
-
-    def _port(self, node: int, port: object, name: str = "port") -> int:
-        """A local port of `node`, checked against the ports it has."""
-        last = len(self.ports.neighbours[node]) - 1
-        return whole(port, name, 0, last, f"a port of switch '{self.ports.names[node]}'")
-
-    def _install(self, switch: int, priority: int, extra_delay: int | str, fields: dict) -> int:
-        priority = whole(priority, "priority", 0, U16, "an entry's priority")
-        checked = self._entry_fields(switch, fields, ENTRY_FIELDS)
-        return self.sim._engine.add_entry(self._delay(extra_delay), switch, priority, **checked)
-
-    def _entry_fields(self, switch: int, given: dict, allowed: dict) -> dict:
-        ports = self.ports
-        return entry_fields(given, allowed, ports.names[switch], len(ports.neighbours[switch]))
-
-    def _ports(self, switch: int, ports: object, name: str, min_length: int = 1) -> list[int]:
-        """A list of local ports of `switch`, checked against the ports it has."""
-        last = len(self.ports.neighbours[switch]) - 1
-        where = f"a port of switch '{self.ports.names[switch]}'"
-        return arguments.whole_list(ports, name, 0, last, where, min_length=min_length)
-
-    def _delete(self, switch: int, entry: int, extra_delay: int | str) -> None:
-        entry = whole(entry, "entry", 0, U32, "an entry id")
-        self._engine_call("delete_entry", extra_delay, switch, entry)
-
-    def _select_group(
-        self, switch: int, group: int, ports: list[int], weights: list[int] | None
-    ) -> None:
-        group = whole(group, "group", 0, MAX_GROUP_ID, "a group id")
-        ports = self._ports(switch, ports, "ports")
-        if weights is None:
-            weights = [1] * len(ports)
-        weights = arguments.whole_list(weights, "weights", 0, U32, "a weight")
-        if len(weights) != len(ports):
-            raise ValueError(
-                f"weights: give one weight per port ({len(ports)} ports, {len(weights)} weights)"
-            )
-        if not any(weights):
-            raise ValueError("weights: a select group needs at least one weight above zero")
-        self._engine_call("set_select_group", 0, switch, group, ports, weights)
-
-    def _packet_out(self, buffer: int, port: int | None) -> None:
-        buffer = _buffer(buffer)
-        port = arguments.optional_whole(port, "port", 0, U16, "a local port")
-        self._claim(buffer)
-        self._engine_call("packet_out", 0, buffer, port)
-
-    def _release_buffer(self, method: str, buffer: int) -> None:
-        """Floods or drops a packet-in's packet (`method`: flood_out or drop_buffer)."""
-        buffer = _buffer(buffer)
-        self._claim(buffer)
-        self._engine_call(method, 0, buffer)
-
-    def _set_marking(
-        self,
-        node: int,
-        port: int | None,
-        traffic_class: int | None,
-        kmin: str | None,
-        kmax: str | None,
-        pmax: float,
-        names: tuple[str, str] = ("kmin", "kmax"),
-    ) -> None:
-        """Sets the marking of one port of `node` or, with `port` None, of each of its
-        ports, each keeping its own scheduler, limit and device queue (the engine
-        replaces a port's whole configuration, so each port's own is read and written
-        back with only the marking changed)."""
-        aqm = (
-            {"kind": "drop_tail"} if kmin is None else ramp_marker(kmin, kmax or kmin, pmax, names)
-        )
-        if traffic_class is not None:
-            traffic_class = whole(traffic_class, "traffic_class", 0, U8, "a traffic class")
-        ports = (
-            range(len(self.ports.neighbours[node])) if port is None else [self._port(node, port)]
-        )
-        configs = []
-        for local in ports:
-            current = self.sim.port_queue_config(node, local)
-            if traffic_class is None:
-                configs.append((local, {**current, "aqm": aqm, "class_aqm": []}))
-                continue
-            classes = current["classes"]
-            if traffic_class >= classes:
-                raise ValueError(
-                    f"traffic_class {traffic_class} does not exist on port {local} of "
-                    f"'{self.ports.names[node]}' (its scheduler has classes 0..{classes - 1})"
-                )
-            per_class = list(current.get("class_aqm", []))
-            per_class += [None] * (traffic_class + 1 - len(per_class))
-            per_class[traffic_class] = aqm
-            configs.append((local, {**current, "class_aqm": per_class}))
-        # Every port is checked before any command goes out.
-        for local, config in configs:
-            self._engine_call("configure_queue", 0, node, config, local)
-
-    def _claim(self, buffer: int) -> None:
-        self._claimed.add(buffer)
 
     def _send(self, sender: str, to: str, message: Any) -> None:
         target = self.ports.node(to, "to")
@@ -900,23 +783,8 @@ class ControlPlane:
         )
 
 
-def _flow(flow: object) -> int:
-    return whole(flow, "flow", 0, U32, "a flow id")
-
-
-def _buffer(buffer: object) -> int:
-    return whole(buffer, "buffer", 0, U32, "a packet-in's buffer")
-
-
-def _queue_value(value: object, name: str) -> float:
-    """A queue size in packets, as BCN predictions give them."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float | np.integer | np.floating)
-        or not (math.isfinite(value) and value >= 0)
-    ):
-        raise ValueError(
-            f"{name}: predicted BCN queues must be finite, non-negative numbers of packets, "
-            f"got {arguments.shown(value)}"
-        )
-    return float(value)
+def _marking(
+    kmin: str | None, kmax: str | None, pmax: float, names: tuple[str, str] = ("kmin", "kmax")
+) -> dict:
+    """The AQM of an ECN setting: a ramp from `kmin` to `kmax`, or drop-tail with None."""
+    return {"kind": "drop_tail"} if kmin is None else ramp_marker(kmin, kmax or kmin, pmax, names)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from isthmus.control.portmap import PortMap
+from isthmus.portmap import PortMap
 
 # Flow entries (and groups) an app may install across the network: the engine keeps
 # each in memory (a hundred-odd bytes), and the app installs each by a call.

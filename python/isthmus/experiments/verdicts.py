@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from isthmus.compare import mean_interval, welch_interval
-from isthmus.studies import Claim
+from isthmus.experiments.tables import Claim
 
 BOOTSTRAP_DRAWS = 1000
 MIN_SEEDS = 2

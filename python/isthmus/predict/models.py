@@ -12,21 +12,25 @@ from isthmus.predict.ewma import Ewma
 from isthmus.predict.holt_winters import HoltWinters
 from isthmus.predict.linear import LinearFit
 from isthmus.predict.neural import BiLstm, Dense, Gru, Lstm, Rnn, SkipLstm
+from isthmus.registry import Registry
 
-MODELS: dict[str, type[Forecaster]] = {
-    "ewma": Ewma,
-    "holt_winters": HoltWinters,
-    "linear": LinearFit,
-    "arma": Arma,
-    "arar": Arar,
-    # Neural (neural.py): Diolkos's and IBCN's networks.
-    "dense": Dense,
-    "rnn": Rnn,
-    "gru": Gru,
-    "lstm": Lstm,
-    "skip_lstm": SkipLstm,
-    "bilstm": BiLstm,
-}
+MODELS: Registry[type[Forecaster]] = Registry(
+    "model",
+    {
+        "ewma": Ewma,
+        "holt_winters": HoltWinters,
+        "linear": LinearFit,
+        "arma": Arma,
+        "arar": Arar,
+        # Neural (neural.py): Diolkos's and IBCN's networks.
+        "dense": Dense,
+        "rnn": Rnn,
+        "gru": Gru,
+        "lstm": Lstm,
+        "skip_lstm": SkipLstm,
+        "bilstm": BiLstm,
+    },
+)
 
 ModelSpec = str | Callable[..., Forecaster]
 
@@ -45,12 +49,7 @@ def make(spec: ModelSpec, **options: Any) -> Forecaster:
     Forecaster options as keywords and returns one (a class, or e.g.
     functools.partial(HoltWinters, season=24))."""
     if isinstance(spec, str):
-        if spec not in MODELS:
-            raise ValueError(
-                f"unknown model {spec!r}; choose one of {', '.join(MODELS)} "
-                "or pass a Forecaster class"
-            )
-        return MODELS[spec](**options)
+        return MODELS.lookup(spec)(**options)
     if not callable(spec):
         raise ValueError(
             f"models entries must be names or Forecaster factories, got {spec!r}; "

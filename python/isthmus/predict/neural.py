@@ -112,6 +112,11 @@ def _positive(value: object, field: str, example: float, *, zero: bool = False) 
     return float(value)
 
 
+_BY_KIND: dict[str, type[NeuralForecaster]] = {}
+"""Every neural forecaster by the `kind` its saved files name (filled as each class is
+defined), so a file loads without a registry above this module."""
+
+
 class NeuralForecaster(Forecaster):
     """What every neural forecaster takes, besides the Forecaster options (lead, horizon,
     targets, scaling, smoothing):
@@ -139,6 +144,12 @@ class NeuralForecaster(Forecaster):
     After fit(): `network` is the torch module, `training_run` what training did
     (epochs run, best epoch, its validation error).
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("kind")
+        if isinstance(kind, str):
+            _BY_KIND[kind] = cls
 
     def __init__(
         self,
@@ -447,10 +458,8 @@ class NeuralForecaster(Forecaster):
             ) from None
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
             raise ValueError(f"'{path}' was not written by save(); give a path written by save()")
-        from isthmus.predict.models import MODELS
-
         kind = payload["kind"]
-        model_class = MODELS.get(kind)
+        model_class = _BY_KIND.get(kind)
         if not (isinstance(model_class, type) and issubclass(model_class, cls)):
             raise ValueError(
                 f"'{path}' holds a {kind} model, not a {cls.__name__}; load it with "

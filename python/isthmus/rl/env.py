@@ -29,7 +29,7 @@ import numpy as np
 
 from isthmus import arguments, units
 from isthmus.control import Controller, ControlPlane
-from isthmus.scenario import Scenario, load_scenario
+from isthmus.scenario import Scenario, load_scenario, resolve_scenario
 from isthmus.simulation import Simulation
 
 FULL_PACKET_BYTES = 1500
@@ -50,8 +50,6 @@ class EcnThresholdEnv(gym.Env):
         if isinstance(scenario, Scenario):
             self.scenario, self.base = scenario, Path(".")
         else:
-            from isthmus.cli import resolve_scenario
-
             path = resolve_scenario(str(scenario))
             self.scenario, self.base = load_scenario(path), path.parent
         self.interval = arguments.duration(interval, "interval")

@@ -5,9 +5,9 @@ the multi-agent form of `EcnThresholdEnv`).
 1. `reset(seed)` builds the simulation with that seed (or one drawn from the
    environment's generator) and observes every queue at time 0.
 2. `step(actions)` gives each agent's queue the ECN template its action indexes
-   (`isthmus.rl.ecn_queues.templates` for its link rate; a changed template is one
+   (`isthmus.learning.ecn_queues.templates` for its link rate; a changed template is one
    per-class ECN command, packets stay queued), runs one `interval`, and returns every
-   agent's observation and reward as `isthmus.rl.ecn_queues.QueueObserver` computes
+   agent's observation and reward as `isthmus.learning.ecn_queues.QueueObserver` computes
    them (the same code the ACC switch agent runs).
 3. Agents terminate when every flow has finished and are truncated at `episode`; then
    the episode is over (no agents left).
@@ -26,7 +26,7 @@ from pettingzoo import ParallelEnv
 
 from isthmus import arguments
 from isthmus.control import ControlPlane, SwitchAgent
-from isthmus.rl.ecn_queues import (
+from isthmus.learning.ecn_queues import (
     COUNTERS,
     FEATURES,
     IDENTITY_FEATURES,

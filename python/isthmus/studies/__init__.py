@@ -21,122 +21,27 @@ Adding a study is adding a module here; nothing else names it.
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from types import ModuleType
 
-Progress = Callable[[int, int, str], None]
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A statement the study makes and whether this run supports it (None: no verdict,
-    as with fewer than two seeds), with the numbers."""
-
-    statement: str
-    holds: bool | None
-    evidence: str
-
-    def __post_init__(self) -> None:
-        # Comparisons of NumPy figures give NumPy booleans, which JSON does not take.
-        if self.holds is not None:
-            object.__setattr__(self, "holds", bool(self.holds))
-
-    @property
-    def verdict(self) -> str:
-        return {True: "holds", False: "does not hold", None: "no verdict"}[self.holds]
-
-
-ASPECTS = (
-    "topology",
-    "control scope",
-    "packet size",
-    "traffic",
-    "transport",
-    "baseline",
-    "decision rule",
-    "metric",
-    "training data",
-    "time scale",
-    "run length",
+from isthmus.experiments.tables import (  # noqa: F401 (the studies' vocabulary)
+    ASPECTS,
+    Claim,
+    Departure,
+    Progress,
+    StudyTable,
+    departures_markdown,
 )
-"""What a departure from a paper's setup may concern."""
-
-
-@dataclass(frozen=True)
-class Departure:
-    """One way a study's setup differs from its paper's: what the paper did, what the
-    study does, why, and where the difference could change a verdict, the rows that
-    run the paper's setting beside ours (`sensitivity`: their label, or why none is
-    run)."""
-
-    aspect: str
-    paper: str
-    ours: str
-    why: str
-    sensitivity: str = ""
-
-    def __post_init__(self) -> None:
-        if self.aspect not in ASPECTS:
-            raise ValueError(
-                f"a departure's aspect is one of {', '.join(ASPECTS)}, not {self.aspect!r}"
-            )
-        empty = [name for name in ("paper", "ours", "why") if not getattr(self, name).strip()]
-        if empty:
-            raise ValueError(f"a departure says {', '.join(empty)}")
-
-
-def departures_markdown(departures: tuple[Departure, ...]) -> str:
-    """The departures as the Markdown table a study's docs carry (`tests/test_studies.py`
-    holds the docs to it)."""
-    lines = [
-        "| Aspect | Paper | Here | Why | Sensitivity |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for d in departures:
-        cells = (d.aspect, d.paper, d.ours, d.why, d.sensitivity or "-")
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class StudyTable:
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    claims: list[Claim] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    departures: list[Departure] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def _repr_html_(self) -> str:
-        """The table, claims and notes as HTML, for notebooks."""
-        from html import escape
-
-        head = "".join(f"<th>{escape(c)}</th>" for c in self.columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in self.rows
-        )
-        claims = "".join(
-            f"<li><b>{c.verdict}</b>: {escape(c.statement)} ({escape(c.evidence)})</li>"
-            for c in self.claims
-        )
-        notes = "".join(f"<p>{escape(n)}</p>" for n in self.notes)
-        return (
-            f"<h4>{escape(self.title)}</h4><table><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table><ul>{claims}</ul>{notes}"
-        )
-
+from isthmus.registry import Registry
 
 REQUIRED = ("NAME", "TITLE", "DEPARTURES", "FULL", "QUICK", "jobs", "table")
 
 
-def available() -> dict[str, ModuleType]:
-    """Every study module in this package, by its NAME."""
-    found: dict[str, ModuleType] = {}
+def available() -> Registry[ModuleType]:
+    """Every study module in this package, by its NAME (each passes `check_study`'s
+    first test: it exposes the interface)."""
+    found: Registry[ModuleType] = Registry("study")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         module = importlib.import_module(f"{__name__}.{info.name}")
         missing = [a for a in REQUIRED if not hasattr(module, a)]
@@ -145,12 +50,40 @@ def available() -> dict[str, ModuleType]:
                 f"study module {module.__name__} lacks {', '.join(missing)}; every study "
                 f"module exposes {', '.join(REQUIRED)}"
             )
-        found[module.NAME] = module
+        found.register(module.NAME, module)
     return found
 
 
 def study(name: str) -> ModuleType:
-    studies = available()
-    if name not in studies:
-        raise ValueError(f"unknown study '{name}'; available: {', '.join(sorted(studies))}")
-    return studies[name]
+    return available().lookup(name)
+
+
+def check_study(module: ModuleType) -> None:
+    """Raises naming what a study module gets wrong: the interface above, departures
+    that are `Departure`s, settings that are JSON, and quick jobs with unique names.
+    A new study passes this before `isthmus reproduce` runs it."""
+    missing = [a for a in REQUIRED if not hasattr(module, a)]
+    if missing:
+        raise ValueError(f"{module.__name__} lacks {', '.join(missing)}")
+    if not (isinstance(module.NAME, str) and module.NAME and isinstance(module.TITLE, str)):
+        raise ValueError(f"{module.__name__}: NAME and TITLE must be non-empty strings")
+    departures = module.DEPARTURES
+    if not isinstance(departures, tuple) or not departures:
+        raise ValueError(f"{module.NAME}: DEPARTURES must be a non-empty tuple of Departure")
+    for i, departure in enumerate(departures):
+        if not isinstance(departure, Departure):
+            raise ValueError(f"{module.NAME}: DEPARTURES[{i}] is not a Departure")
+    for which in ("FULL", "QUICK"):
+        try:
+            json.dumps(getattr(module, which))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{module.NAME}: {which} must be JSON values ({e})") from None
+    jobs = module.jobs(module.QUICK, [1])
+    if not jobs:
+        raise ValueError(f"{module.NAME}: jobs(QUICK, [1]) made no job")
+    names = [job.name for job in jobs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{module.NAME}: two jobs share a name; each must be unique")
+    for name in ("jobs", "table"):
+        if not callable(getattr(module, name)):
+            raise ValueError(f"{module.NAME}: {name} must be a function")

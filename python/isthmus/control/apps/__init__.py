@@ -18,23 +18,27 @@ from isthmus.control.apps.ofpt import Ofpt
 from isthmus.control.apps.parameters import check, declaration, parameter_model
 from isthmus.control.apps.single_path import SinglePath
 from isthmus.control.plane import Controller, SwitchAgent
+from isthmus.registry import Registry
 
-APPS: dict[str, type[Controller] | type[SwitchAgent]] = {
-    "ecmp": Ecmp,
-    "single_path": SinglePath,
-    "hedera": Hedera,
-    "ibcn": Ibcn,
-    "l2_learning": L2Learning,
-    "ofpt": Ofpt,
-    "diolkos": Diolkos,
-    "acc": Acc,
-}
+APPS: Registry[type[Controller] | type[SwitchAgent]] = Registry(
+    "control app",
+    {
+        "acc": Acc,
+        "diolkos": Diolkos,
+        "ecmp": Ecmp,
+        "hedera": Hedera,
+        "ibcn": Ibcn,
+        "l2_learning": L2Learning,
+        "ofpt": Ofpt,
+        "single_path": SinglePath,
+    },
+)
+"""Every control app by the name scenario files give it; a new app joins with
+`APPS.register(name, cls)` and passes `check_app`."""
 
 
 def app_class(name: str) -> type[Controller] | type[SwitchAgent]:
-    if name not in APPS:
-        raise ValueError(f"unknown control app {name!r}; known: {', '.join(sorted(APPS))}")
-    return APPS[name]
+    return APPS.lookup(name)
 
 
 def app_parameters(name: str) -> list[str]:
@@ -48,8 +52,31 @@ def check_parameters(name: str, params: dict[str, Any]) -> dict[str, Any]:
     return check(name, declaration(app_class(name)), params)
 
 
+def check_app(name: str) -> None:
+    """Raises naming what registered app `name` gets wrong: it must be a Controller or
+    a SwitchAgent whose constructor declares its parameters with `checked` (types and
+    ranges a scenario file is held to), each with a default, so a scenario may name
+    the app alone. A new app passes this before a scenario uses it."""
+    cls = app_class(name)
+    if not (isinstance(cls, type) and issubclass(cls, Controller | SwitchAgent)):
+        raise ValueError(f"control app '{name}' must be a Controller or SwitchAgent subclass")
+    if cls.__init__ not in (Controller.__init__, SwitchAgent.__init__) and not hasattr(
+        cls.__init__, "declared"
+    ):
+        raise ValueError(
+            f"control app '{name}': decorate its __init__ with "
+            "isthmus.control.apps.parameters.checked, so its parameters are checked"
+        )
+    fields = parameter_model(declaration(cls)).model_fields
+    required = [field for field, info in fields.items() if info.is_required()]
+    if required:
+        raise ValueError(
+            f"control app '{name}': give its parameters defaults ({', '.join(required)})"
+        )
+
+
 def is_agent(name: str) -> bool:
     return issubclass(app_class(name), SwitchAgent)
 
 
-__all__ = ["APPS", "app_class", "app_parameters", "check_parameters", "is_agent"]
+__all__ = ["APPS", "app_class", "app_parameters", "check_app", "check_parameters", "is_agent"]

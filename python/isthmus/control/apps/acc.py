@@ -4,13 +4,13 @@
 
 1. One `Acc` agent per switch, tuning its egress queues (every port, the traffic
    classes in `classes`). By default (`model="shared"`) every queue of every switch acts
-   through one Q-network (`isthmus.rl.ddqn.SharedDqn`), as the paper installs one model
+   through one Q-network (`isthmus.learning.ddqn.SharedDqn`), as the paper installs one model
    on all switches: a queue's link rate and class are in its state, each queue explores
    by its own visits, all transitions go to one replay memory and the network takes one
    training step an interval for all switches. `model="per-queue"`: a learner per queue
    with its own Q-network and memory (`DoubleDqn`), stacked per switch.
 2. Every `interval` (1 ms) the agent reads its own queues' counters and turns them
-   into each queue's observation and reward (`isthmus.rl.ecn_queues`: the last k = 3
+   into each queue's observation and reward (`isthmus.learning.ecn_queues`: the last k = 3
    intervals of mean queue length, transmit rate, marked transmit rate, marked
    fraction and current template; reward beta x utilisation + (1 - beta) x (1 -
    log2(1 + q / q_ref))). A millisecond is tens of DCQCN rate-increase periods (55
@@ -54,7 +54,7 @@ from pydantic import Field
 
 from isthmus.control.apps.parameters import Fraction, Period, Seed, TrafficClass, checked
 from isthmus.control.plane import SwitchAgent, SwitchHandle
-from isthmus.rl.ecn_queues import (
+from isthmus.learning.ecn_queues import (
     COUNTERS,
     FEATURES,
     IDENTITY_FEATURES,
@@ -63,11 +63,11 @@ from isthmus.rl.ecn_queues import (
     queue_ref_bytes,
     templates,
 )
-from isthmus.rl.settings import MAX_CAPACITY, DqnSettings
+from isthmus.learning.settings import MAX_CAPACITY, DqnSettings
 from isthmus.units import time_ps
 
 if TYPE_CHECKING:  # PyTorch is imported when an agent starts, not with the app
-    from isthmus.rl.ddqn import DoubleDqn, SharedDqn
+    from isthmus.learning.ddqn import DoubleDqn, SharedDqn
 
 GLOBAL_MEMORY = "acc-global-memory"
 SHARED_MODEL = "acc-shared-model"
@@ -147,7 +147,7 @@ class Acc(SwitchAgent):
         """Each interval's mask of the queues that were loaded (`ecn_queues.LOADED`)."""
 
     def on_start(self) -> None:
-        from isthmus.rl.ddqn import GlobalMemory
+        from isthmus.learning.ddqn import GlobalMemory
 
         ports = self.switch.ports()
         queues = self.switch.queues()
@@ -207,7 +207,7 @@ class Acc(SwitchAgent):
     def _shared_model(self) -> SharedDqn:
         """The plane's one network: carried on, pretrained, or new (made by the first
         agent to start; the others find it)."""
-        from isthmus.rl.ddqn import SharedDqn
+        from isthmus.learning.ddqn import SharedDqn
 
         if self._carried is not None:
             model, self._carried = self._carried, None
@@ -231,7 +231,7 @@ class Acc(SwitchAgent):
         return model
 
     def _new_learners(self, switch_seed: list[int]) -> DoubleDqn:
-        from isthmus.rl.ddqn import DoubleDqn
+        from isthmus.learning.ddqn import DoubleDqn
 
         return DoubleDqn(
             len(self._rows),

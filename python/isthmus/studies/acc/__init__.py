@@ -40,7 +40,7 @@ from __future__ import annotations
 NAME = "acc"
 TITLE = "ACC (Yan et al.): multi-agent Double DQN tuning ECN, against static ECN (SECN1, SECN2)"
 
-from isthmus.rl.ecn_queues import templates  # noqa: E402
+from isthmus.learning.ecn_queues import templates  # noqa: E402
 from isthmus.studies.acc.learnability import run_learnability  # noqa: E402
 from isthmus.studies.acc.study import DEPARTURES, FULL, QUICK, figures, jobs, table  # noqa: E402
 from isthmus.studies.acc.testbed import TESTBED, FabricSize, network  # noqa: E402

@@ -1,6 +1,6 @@
 """The best static template: the fixed ECN setting ACC has to beat for learning to pay.
 
-1. Candidates: the 32 templates ACC's learners choose among (`isthmus.rl.ecn_queues.
+1. Candidates: the 32 templates ACC's learners choose among (`isthmus.learning.ecn_queues.
    templates`: Kmin 2-320 KB, Kmax 4 or 20 times Kmin, Pmax 1 % or 20 %, scaled by the
    link rate / 25 Gb/s), all of them (`CANDIDATES`).
 2. Training traffic: the same experiment (the same phases, loads and run length) on
@@ -31,7 +31,13 @@ import numpy as np
 
 from isthmus.control import SwitchAgent
 from isthmus.control.apps.acc import IDLE_INTERVALS
-from isthmus.rl.ecn_queues import COUNTERS, NUM_TEMPLATES, QueueObserver, queue_ref_bytes, templates
+from isthmus.learning.ecn_queues import (
+    COUNTERS,
+    NUM_TEMPLATES,
+    QueueObserver,
+    queue_ref_bytes,
+    templates,
+)
 from isthmus.units import time_ps
 
 BEST_STATIC = "best static"

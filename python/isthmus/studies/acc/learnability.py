@@ -11,7 +11,7 @@ from isthmus.control import ControlPlane, SwitchAgent
 from isthmus.control.apps.acc import model_states
 from isthmus.experiments import Results
 from isthmus.experiments.verdicts import cell, within
-from isthmus.rl.ecn_queues import (
+from isthmus.learning.ecn_queues import (
     NUM_TEMPLATES,
     templates,
 )

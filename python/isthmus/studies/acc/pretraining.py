@@ -11,7 +11,7 @@ from isthmus.control import ControlPlane
 from isthmus.control.apps.acc import model_states
 from isthmus.experiments import Results
 from isthmus.experiments.verdicts import cell, within
-from isthmus.rl.ecn_queues import NUM_TEMPLATES
+from isthmus.learning.ecn_queues import NUM_TEMPLATES
 from isthmus.studies import Claim
 from isthmus.studies.acc.best_static import TemplateEcn, loaded_reward
 from isthmus.studies.acc.testbed import TESTBED, FabricSize, control, models_json, network

@@ -8,7 +8,7 @@ import numpy as np
 
 from isthmus.experiments import Job, Results
 from isthmus.experiments.verdicts import better, cell
-from isthmus.rl.ecn_queues import (
+from isthmus.learning.ecn_queues import (
     NUM_TEMPLATES,
 )
 from isthmus.studies import Claim, Departure, StudyTable

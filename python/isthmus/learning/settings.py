@@ -1,4 +1,4 @@
-"""The settings of a group of Double-DQN learners (`isthmus.rl.ddqn`), each with the
+"""The settings of a group of Double-DQN learners (`isthmus.learning.ddqn`), each with the
 values it accepts. Kept apart from the learners so that declaring them (an ACC agent's
 `settings` parameter, a scenario file's table) does not import PyTorch."""
 

@@ -1,12 +1,16 @@
-"""The port map: which local port of each node faces which neighbour, as control
-programs see the topology."""
+"""The port map: which local port of each node faces which neighbour, as the engine
+numbers them and control programs see them."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from isthmus.arguments import shown
-from isthmus.simulation import Simulation
+
+if TYPE_CHECKING:  # the simulation builds one of these; this only reads its topology
+    from isthmus.simulation import Simulation
 
 
 class PortMap:

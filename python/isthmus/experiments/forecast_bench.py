@@ -49,8 +49,8 @@ def bundled_series() -> list[Series]:
 
 def recorded_series(seed: int = 1) -> list[Series]:
     """leaf0's port throughputs and the busiest queue from the forecast-recorder
-    scenario (isthmus.predict.recorded)."""
-    from isthmus.predict.recorded import busiest_queue, record, switch_throughput
+    scenario (isthmus.experiments.recorded_series)."""
+    from isthmus.experiments.recorded_series import busiest_queue, record, switch_throughput
 
     recording = record(seed)
     # 250 us counters are bursty (a port is idle in many samples); like Diolkos, which

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from isthmus.arguments import U32, whole
-from isthmus.rl.settings import DqnSettings, dqn_settings
+from isthmus.learning.settings import DqnSettings, dqn_settings
 
 
 def exploration(settings: DqnSettings, visits: np.ndarray) -> np.ndarray:
