@@ -4,28 +4,7 @@ the same `send` with its own translation; the programs above never see which."""
 
 from __future__ import annotations
 
-from isthmus.control.commands import (
-    Command,
-    ConfigureQueue,
-    DeleteEntry,
-    DropBuffer,
-    FloodOut,
-    Hold,
-    InstallEntry,
-    ModifyEntry,
-    Pace,
-    PaceSubflow,
-    PacketOut,
-    Release,
-    RetirePath,
-    SetAqm,
-    SetBcnPredictions,
-    SetFailoverGroup,
-    SetFloodPorts,
-    SetLink,
-    SetMeter,
-    SetSelectGroup,
-)
+from isthmus.control import commands
 
 
 class EngineSeam:
@@ -34,47 +13,47 @@ class EngineSeam:
     def __init__(self, engine):
         self._engine = engine
 
-    def send(self, delay: int, command: Command) -> int | None:
+    def send(self, delay: int, command: commands.Command) -> int | None:
         """Sends one checked command; an `InstallEntry` answers with the entry's id."""
         engine = self._engine
         match command:
-            case InstallEntry(switch, priority, fields):
+            case commands.InstallEntry(switch, priority, fields):
                 return engine.add_entry(delay, switch, priority, **fields)
-            case DeleteEntry(switch, entry):
+            case commands.DeleteEntry(switch, entry):
                 engine.delete_entry(delay, switch, entry)
-            case ModifyEntry(switch, entry, action):
+            case commands.ModifyEntry(switch, entry, action):
                 engine.modify_entry(delay, switch, entry, **action)
-            case RetirePath(flow, entries):
+            case commands.RetirePath(flow, entries):
                 engine.retire_path(delay, flow, list(entries))
-            case SetSelectGroup(switch, group, ports, weights):
+            case commands.SetSelectGroup(switch, group, ports, weights):
                 engine.set_select_group(delay, switch, group, list(ports), list(weights))
-            case SetFailoverGroup(switch, group, ports):
+            case commands.SetFailoverGroup(switch, group, ports):
                 engine.set_failover_group(delay, switch, group, list(ports))
-            case SetMeter(switch, meter, rate, burst):
+            case commands.SetMeter(switch, meter, rate, burst):
                 engine.set_meter(delay, switch, meter, rate, burst)
-            case SetFloodPorts(switch, ports):
+            case commands.SetFloodPorts(switch, ports):
                 engine.set_flood_ports(delay, switch, list(ports))
-            case PacketOut(buffer, port):
+            case commands.PacketOut(buffer, port):
                 engine.packet_out(delay, buffer, port)
-            case FloodOut(buffer):
+            case commands.FloodOut(buffer):
                 engine.flood_out(delay, buffer)
-            case DropBuffer(buffer):
+            case commands.DropBuffer(buffer):
                 engine.drop_buffer(delay, buffer)
-            case Hold(flow):
+            case commands.Hold(flow):
                 engine.hold(delay, flow)
-            case Release(flow):
+            case commands.Release(flow):
                 engine.release(delay, flow)
-            case Pace(flow, rate):
+            case commands.Pace(flow, rate):
                 engine.pace(delay, flow, rate)
-            case PaceSubflow(flow, subflow, rate):
+            case commands.PaceSubflow(flow, subflow, rate):
                 engine.pace_subflow(delay, flow, subflow, rate)
-            case SetLink(link, up):
+            case commands.SetLink(link, up):
                 engine.set_link(delay, link, up)
-            case ConfigureQueue(switch, port=port):
+            case commands.ConfigureQueue(switch, port=port):
                 engine.configure_queue(delay, switch, command.config(), port)
-            case SetAqm(switch, aqm, port, traffic_class):
+            case commands.SetAqm(switch, aqm, port, traffic_class):
                 engine.set_aqm(delay, switch, dict(aqm), port, traffic_class)
-            case SetBcnPredictions(predictions):
+            case commands.SetBcnPredictions(predictions):
                 points = [(node, port, values) for (node, port), values in predictions.items()]
                 engine.set_bcn_predictions(delay, points)
             case _:
