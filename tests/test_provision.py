@@ -111,3 +111,27 @@ def test_where_flows_outnumber_paths_every_flow_may_use_every_path():
     dealt = Ofpt._deal(members, paths, np.array([5.0, 9.0, 1.0]))
     for f in members:
         assert sorted(dealt[f.flow]) == paths
+
+
+@pytest.mark.parametrize("before", [0, 1])
+def test_among_equal_answers_a_flows_rate_stays_on_the_paths_it_had(before):
+    # Two disjoint paths, either alone enough: the optimum is not unique, and the rate
+    # must not jump to the other path from one round to the next.
+    capacity = np.array([10.0, 10.0])
+    previous = [0.0, 0.0]
+    previous[before] = 4.0
+    flows = [FlowPaths(demand=4.0, group=0, paths=[[0], [1]], previous=previous)]
+    rates = provision(capacity, flows).rates[0]
+    assert rates[before] == pytest.approx(4.0)
+    assert rates[1 - before] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_keeping_a_rate_never_outweighs_the_earlier_flow():
+    # The later flow had the shared edge; the earlier one still takes it.
+    capacity = np.array([1.0])
+    flows = [
+        FlowPaths(demand=1.0, group=0, paths=[[0]], previous=[0.0]),
+        FlowPaths(demand=1.0, group=0, paths=[[0]], previous=[1.0]),
+    ]
+    rates = [float(r.sum()) for r in provision(capacity, flows).rates]
+    assert rates == pytest.approx([1.0, 0.0], abs=1e-9)

@@ -8,7 +8,11 @@ paths it may use, each a list of edge indices. Two programs run in turn:
    the groups, exact).
 2. With every group held at t, the capacity left is handed out in the caller's priority
    order: the objective weighs flow i by 2 - i / n, so where two flows compete for the
-   same capacity the earlier one wins it, and no capacity a flow could use idles.
+   same capacity the earlier one wins it, and no capacity a flow could use idles. A
+   term worth less than any of those choices (0.5 / n a unit) rewards every path's
+   rate up to its previous one: the optimum is rarely unique, and a solver's arbitrary
+   vertex would move a flow's whole rate from one subflow to another every round,
+   faster than a subflow's window can follow.
 
 A greedy split of a group's paths between its flows (the largest first, to the first
 flow) leaves later flows more path fragments than they have subflows; the program
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linprog
-from scipy.sparse import coo_matrix, csc_matrix, csr_matrix, vstack
+from scipy.sparse import coo_matrix, csc_matrix, csr_matrix, hstack, vstack
 
 Path = Sequence[int]
 
@@ -35,6 +39,10 @@ class FlowPaths:
     """The commodity the flow belongs to: groups share the concurrent fraction."""
     paths: Sequence[Path]
     """Edge indices of each path the flow may use (at least one)."""
+    previous: Sequence[float] | None = None
+    """The rate each path had before (capacity units), if any: among equally good
+    answers the program keeps closest to it, so a flow's rate does not jump between
+    its paths from one round to the next."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +106,36 @@ def provision(capacity: np.ndarray, flows: Sequence[FlowPaths]) -> Provision:
     # Hold every group at (just under, for round-off) the fraction found; hand out the rest.
     bounds[-1] = (fraction * (1 - 1e-9), 1.0)
     weight = 2.0 - np.arange(len(flows)) / len(flows)
-    cost = np.concatenate([-weight[flow_of_var], [0.0]])
-    second = _solve(cost, a_ub, b_ub, bounds)
+    # Columns y (one per path, after t): y <= x and y <= the path's previous rate, so
+    # Σ y is the rate kept where it was.
+    previous = (
+        np.concatenate(
+            [
+                np.zeros(len(f.paths)) if f.previous is None else np.asarray(f.previous, float)
+                for f in flows
+            ]
+        )
+        / unit
+    )
+    if len(previous) != variables:
+        raise ValueError("a flow's previous rates must be one per path")
+    kept = coo_matrix(
+        (
+            np.concatenate([-np.ones(variables), np.ones(variables)]),
+            (
+                np.concatenate([np.arange(variables), np.arange(variables)]),
+                np.concatenate([np.arange(variables), columns + np.arange(variables)]),
+            ),
+        ),
+        shape=(variables, columns + variables),
+    )
+    a_sticky = vstack([hstack([a_ub, csr_matrix((a_ub.shape[0], variables))]), kept]).tocsr()
+    stickiness = 0.5 / len(flows)
+    cost = np.concatenate([-weight[flow_of_var], [0.0], np.full(variables, -stickiness)])
+    sticky_bounds = bounds + [(0.0, max(float(v), 0.0)) for v in previous]
+    second = _solve(cost, a_sticky, np.concatenate([b_ub, np.zeros(variables)]), sticky_bounds)[
+        :columns
+    ]
     rates = _within(np.maximum(second[:-1], 0.0), load.tocsc()[:, :variables], cap)
     over = np.bincount(flow_of_var, weights=rates, minlength=len(flows)) / demand
     rates = rates / np.maximum(over, 1.0)[flow_of_var] * unit

@@ -285,6 +285,7 @@ class Ofpt(Controller):
                         [self._edge_index[e] for e in itertools.pairwise(p)]
                         for p in path_sets[f.flow]
                     ],
+                    previous=self._previous_rates(f, path_sets[f.flow]),
                 )
                 for f in routed
             ],
@@ -325,6 +326,16 @@ class Ofpt(Controller):
             steady = top
             kept = max_concurrent_flow(capacity, commodities(top), self.epsilon)
         return kept.throughput, list(zip(steady, kept.path_flows, strict=True))
+
+    @staticmethod
+    def _previous_rates(f: _LongFlow, paths: list[list[int]]) -> list[float]:
+        """The rate each of `paths` carried for `f` until now (0 where none of its
+        subflows was on it)."""
+        rate: dict[tuple[int, ...], float] = {}
+        for sub in f.subflows:
+            if sub.path is not None and sub.rate:
+                rate[tuple(sub.path)] = rate.get(tuple(sub.path), 0.0) + sub.rate
+        return [rate.pop(tuple(p), 0.0) for p in paths]
 
     @staticmethod
     def _deal(members, paths, flow_on_path) -> dict[int, list[list[int]]]:
