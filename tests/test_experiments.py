@@ -21,6 +21,7 @@ from isthmus.experiments import Job, StudyFailed, load_study, run_study
 from isthmus.experiments.folder import JOBS, MANIFEST, job_file
 from isthmus.experiments.jobs import execute
 from isthmus.experiments.verdicts import better, better_pooled, cell, exceeds, over_seeds, within
+from isthmus.registry import Registry
 
 runner = CliRunner()
 CONSOLE = Path(sys.executable).parent / "isthmus"
@@ -110,7 +111,7 @@ def test_a_refused_claim_under_two_seeds():
 
 
 def test_the_cli_prints_no_verdict_for_one_seed(tmp_path, monkeypatch):
-    monkeypatch.setattr(studies, "available", lambda: {"toy": toy})
+    monkeypatch.setattr(studies, "available", lambda: Registry("study", {"toy": toy}))
     result = runner.invoke(
         app, ["reproduce", "toy", "--quick", "--jobs", "1", "--out", str(tmp_path / "s")]
     )
@@ -189,7 +190,7 @@ def test_the_folder_records_its_provenance_and_renders_without_running(tmp_path)
 
 
 def test_bad_study_folders_are_refused_with_the_fix(tmp_path, monkeypatch):
-    monkeypatch.setattr(studies, "available", lambda: {"toy": toy})
+    monkeypatch.setattr(studies, "available", lambda: Registry("study", {"toy": toy}))
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
