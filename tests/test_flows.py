@@ -102,7 +102,7 @@ def test_scenario_flow_blocks_run_and_bad_blocks_name_their_field():
     assert np.sum(flows["dst"] == 0) >= 12
     with pytest.raises(ScenarioError, match=r"traffic\[0\]: receiver 9 does not exist"):
         parse_scenario(text.replace("receiver = 0", "receiver = 9")).build()
-    with pytest.raises(ScenarioError, match=r"traffic\.0\.flows\.sizes"):
+    with pytest.raises(ScenarioError, match=r"traffic\.0\.sizes: max \(2KB\) must not"):
         parse_scenario(text.replace('max = "200KB"', 'max = "2KB"'))
     with pytest.raises(ScenarioError, match=r"senders must be between 1 and 7"):
         parse_scenario(text.replace("senders = 6", "senders = 8")).build()

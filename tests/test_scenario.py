@@ -166,3 +166,45 @@ def test_the_readme_scenario_example_validates():
         "bcn",
     ]
     assert [app.name for app in scenario.control.apps] == ["hedera"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            'pattern = { kind = "incast", receiver = 0, senders = 2 }',
+            'pattern = { kind = "stride", strde = 2 }',
+            [
+                "traffic.0.pattern.stride: required but missing",
+                "traffic.0.pattern.strde: unknown key; did you mean 'stride'?",
+            ],
+        ),
+        (
+            'arrivals = { kind = "profile", flows_per_second = [5, 10, 5, 5, 10, 5] }',
+            'arrivals = { kind = "profile", flows_per_secnd = [5] }',
+            [
+                "traffic.0.arrivals.flows_per_second: required but missing",
+                "traffic.0.arrivals.flows_per_secnd: unknown key; did you mean 'flows_per_second'?",
+            ],
+        ),
+        (
+            'pattern = { kind = "incast", receiver = 0, senders = 2 }',
+            'pattern = "ranodm"',
+            [
+                "traffic.0.pattern: Input should be 'random', 'other_racks', 'all_to_all' "
+                "or 'permutation'"
+            ],
+        ),
+    ],
+)
+def test_an_error_in_a_nested_kind_is_named_by_the_files_own_keys(
+    old, new, expected, scenario_path
+):
+    # The path names keys as the file spells them: no union branch labels, no variant
+    # tags (every `kind` a model declares, derived from the models).
+    text = scenario_path("diolkos-mesh").read_text()
+    assert old in text
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text.replace(old, new, 1))
+    lines = [line.removeprefix("<scenario>: ") for line in str(caught.value).splitlines()]
+    assert lines == expected

@@ -30,9 +30,11 @@ impossible topologies are refused with one message that names the field and the 
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import time
 import tomllib as toml
+import typing
 from abc import abstractmethod
 from collections.abc import Callable
 from importlib import resources
@@ -848,7 +850,9 @@ def _problems(error: ValidationError) -> list[tuple[str, str]]:
 
     lines = []
     for problem in error.errors():
-        loc = ".".join(str(part) for part in problem["loc"] if not _is_tag(part))
+        if _through_a_literal(problem):
+            continue
+        loc = _shown_loc(problem["loc"])
         message = problem["msg"].removeprefix("Value error, ")
         cause = problem.get("ctx", {}).get("error")
         if isinstance(cause, ParameterError) and problem["loc"][:2] == ("control", "apps"):
@@ -870,15 +874,18 @@ def _problems(error: ValidationError) -> list[tuple[str, str]]:
         elif problem["type"] == "missing":
             message = "required but missing"
         lines.append((loc, message))
-    return lines
+    # A string where a union also takes a table: the string choices say what is wrong,
+    # not the table branch's "should be a dictionary".
+    choices = {loc for loc, message in lines if message.startswith("Input should be '")}
+    return [
+        (loc, message)
+        for loc, message in lines
+        if not (loc in choices and message.startswith("Input should be a valid dictionary"))
+    ]
 
 
 def _closest_key(key: str) -> str | None:
     """The scenario key most like `key`, if one is close (a misspelling)."""
-    import difflib
-
-    from isthmus.fields import Strict
-
     names: set[str] = set()
     pending = list(Strict.__subclasses__())
     while pending:
@@ -889,36 +896,56 @@ def _closest_key(key: str) -> str | None:
     return found[0] if found else None
 
 
-def _is_tag(part: object) -> bool:
-    # Discriminated unions add the variant's tag ("leaf_spine", "udp") to the path.
-    return isinstance(part, str) and part in _VARIANT_TAGS
+def _through_a_literal(problem: dict) -> bool:
+    """An error from a union's string or number alternative where the scenario gave a
+    table: the table's own errors say what is wrong, the other choices do not apply."""
+    return isinstance(problem.get("input"), dict) and any(
+        isinstance(part, str) and (part.startswith("literal[") or part in _SCALAR_BRANCHES)
+        for part in problem["loc"]
+    )
 
 
-_VARIANT_TAGS = {
-    "leaf_spine",
-    "fat_tree",
-    "three_tier",
-    "vl2",
-    "ring",
-    "mesh",
-    "custom",
-    "udp",
-    "poisson_flows",
-    "flow_list",
-    "bcn",
-    "fifo",
-    "strict_priority",
-    "drr",
-    "wfq",
-    "fq",
-    "pifo",
-    "drop_tail",
-    "red",
-    "ramp",
-    "step",
-    "codel",
-    "pie",
-}
+_SCALAR_BRANCHES = frozenset({"str", "int", "float", "bool"})
+"""A union's scalar alternatives, as pydantic names their branches in an error's path."""
+
+
+_UNION_BRANCH = re.compile(r"[a-z-]+\[.*\]")
+"""The labels pydantic puts in an error's path for a union's branches
+("tagged-union[Stride,Incast,OneToMany]", "literal[...]")."""
+
+
+def _shown_loc(loc: tuple) -> str:
+    """An error's path as the scenario file spells it: without pydantic's branch labels
+    and the variant tags a tagged union adds ("leaf_spine", "udp", "flows"), which are
+    the section's `kind`, not a key."""
+    parts: list[str] = []
+    after_tagged = False
+    for i, part in enumerate(loc):
+        if after_tagged:  # the tag the tagged union picked
+            after_tagged = False
+            continue
+        if isinstance(part, str) and _UNION_BRANCH.fullmatch(part):
+            after_tagged = part.startswith("tagged-union[")
+            continue
+        if i < len(loc) - 1 and isinstance(part, str) and part in _variant_tags():
+            continue
+        parts.append(str(part))
+    return ".".join(parts)
+
+
+@functools.cache
+def _variant_tags() -> frozenset[str]:
+    """Every section kind a scenario model declares (its `kind` Literal), derived from
+    the models so that a new kind needs no list kept beside them."""
+    tags: set[str] = set()
+    pending = list(Strict.__subclasses__())
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        kind = model.model_fields.get("kind")
+        if kind is not None and typing.get_origin(kind.annotation) is Literal:
+            tags.update(typing.get_args(kind.annotation))
+    return frozenset(tags)
 
 
 def _parse_toml(text: str) -> dict:
