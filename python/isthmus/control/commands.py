@@ -15,6 +15,7 @@ these objects; a program may also build them itself.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,12 +29,13 @@ from isthmus.queues import queue_config
 from isthmus.simulation import ENTRY_ACTION, ENTRY_FIELDS, entry_fields
 
 
-class Command:
+class Command(ABC):
     """A request to the network; `checked` returns it in engine terms or raises a
     ValueError naming the field."""
 
+    @abstractmethod
     def checked(self, net: PortMap) -> Command:
-        raise NotImplementedError
+        """This command with every field checked against `net`, in engine terms."""
 
 
 # ---- flow table ------------------------------------------------------------------------
