@@ -86,6 +86,7 @@ impl ArrivalProcess {
             sender,
             t: window.0 as f64,
             on_until: None,
+            phase: 0,
             emitted: 0,
         }
     }
@@ -107,6 +108,8 @@ pub(super) struct Clock<'a> {
     t: f64,
     /// OnOff: the end of the current ON period (None before the first).
     on_until: Option<f64>,
+    /// Profile: the phase the clock is in.
+    phase: usize,
     emitted: u32,
 }
 
@@ -125,8 +128,10 @@ impl Clock<'_> {
             ArrivalProcess::Profile { flows_per_second } => {
                 let phase_len = (stop - start) / flows_per_second.len() as f64;
                 loop {
-                    let phase =
-                        (((self.t - start) / phase_len) as usize).min(flows_per_second.len() - 1);
+                    // The phase is counted, not recomputed from the clock: at a phase's
+                    // end, (end - start) / phase_len can round to just under the next
+                    // index, which kept the clock in the old phase for ever.
+                    let phase = self.phase;
                     let phase_end = start + phase_len * (phase + 1) as f64;
                     let per_ps = flows_per_second[phase] / self.sender.senders as f64 / SEC as f64;
                     // Memorylessness: a draw that passes the phase's end restarts there.
@@ -140,6 +145,7 @@ impl Clock<'_> {
                         break next;
                     }
                     self.t = phase_end;
+                    self.phase += 1;
                 }
             }
             ArrivalProcess::OnOff { on, off, gap } => {
@@ -218,6 +224,39 @@ mod tests {
                 "{per_third:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_profile_passes_a_phase_end_that_rounds_down() {
+        // 27 phases over 3,370 s: (end of phase 4 - start) / phase length is
+        // 4.999999999999999 in floating point, which once held the clock in phase 4 for
+        // ever (Diolkos's long gathering never finished building its workload).
+        let phase_len = 3_370.0 * SEC as f64 / 27.0;
+        assert!(((phase_len * 5.0) / phase_len) < 5.0);
+        let a = ArrivalProcess::Profile {
+            flows_per_second: [5.0, 10.0, 5.0].repeat(9),
+        };
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sent.send(times(&a, (0, 3_370 * SEC), 1)));
+        let t = received
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the clock stalls at a phase's end");
+        let in_phase = |p: f64| {
+            t.iter()
+                .filter(|&&x| ((x as f64 / phase_len) as usize).min(26) == p as usize)
+                .count() as f64
+        };
+        // Phase 4 (10 flows/s, ~1,248 flows) and phase 5 after it (5 flows/s) each keep
+        // their own rate.
+        for (phase, rate) in [(4.0, 10.0), (5.0, 5.0)] {
+            let want = rate * phase_len / SEC as f64;
+            let got = in_phase(phase);
+            assert!(
+                (got - want).abs() < 4.0 * want.sqrt(),
+                "phase {phase}: {got}"
+            );
+        }
+        assert!(*t.last().unwrap() > 3_300 * SEC);
     }
 
     #[test]
