@@ -279,11 +279,10 @@ duration = "1ms"
 
 
 def test_aqm_bcn_and_dcqcn_defaults_are_the_engines():
-    from isthmus import _core
+    from isthmus.defaults import ENGINE as engine
     from isthmus.queues import Pie, queue_config
     from isthmus.scenario import BcnModel, BcnTraffic
 
-    engine = _core.engine_defaults()
     codel = queue_config("100pkts", None, CoDel(kind="codel"))["aqm"]
     assert (codel["target"], codel["interval"]) == (5_000_000_000, 100_000_000_000)
     assert codel["target"] == engine["codel"]["target"]

@@ -34,7 +34,7 @@ LAYERS = [
     ("isthmus.topology", "isthmus.queues"),
     ("isthmus.arguments", "isthmus.inputs", "isthmus.fields", "isthmus.registry"),
     ("isthmus.defaults",),
-    ("isthmus.units",),
+    ("isthmus.units", "isthmus.wire"),
 ]
 
 # Inside the control plane: apps on the plane, the plane on its commands and seam.

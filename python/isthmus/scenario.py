@@ -287,11 +287,11 @@ class Network(Strict):
     `scheduler` and `aqm` (see `isthmus.queues`) shape switch ports instead."""
 
     routing: Literal["ecmp", "spray", "single_path"] = "ecmp"
-    host_queue: QueueLimit = "250pkts"
+    host_queue: QueueLimit = defaults.queue_limit("host_queue")
     # How a host NIC serves its flows: FIFO, or e.g. { kind = "fq" } for round robin
     # between them (an RDMA NIC's queue-pair arbitration).
     host_scheduler: Scheduler | None = None
-    switch_queue: QueueLimit = "250pkts"
+    switch_queue: QueueLimit = defaults.queue_limit("switch_queue")
     ecn_threshold: QueueLimit | None = None
     scheduler: Scheduler | None = None
     aqm: Aqm | None = None

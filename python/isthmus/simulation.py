@@ -23,6 +23,7 @@ from isthmus.queues import Step, queue_config
 from isthmus.topology import Topology
 from isthmus.transport import TRANSPORTS, TcpParams
 from isthmus.units import format_time
+from isthmus.wire import deserialised
 
 if TYPE_CHECKING:
     from isthmus.control import ControlPlane
@@ -42,7 +43,7 @@ FOREVER_PS = 2**63
 MAX_CHUNKS = 1_000_000
 
 
-def _pfc(pfc: tuple | None) -> tuple[int, int, int, float | None] | None:
+def _pfc(pfc: tuple | None) -> dict | None:
     if pfc is None:
         return None
     if not isinstance(pfc, tuple | list) or len(pfc) not in (3, 4):
@@ -53,14 +54,14 @@ def _pfc(pfc: tuple | None) -> tuple[int, int, int, float | None] | None:
     xoff, xon, lossless = pfc[:3]
     lossless = arguments.whole_list(lossless, "pfc's lossless priorities", 0, 7, min_length=1)
     free_fraction = pfc[3] if len(pfc) == 4 else None
-    return (
-        arguments.size(xoff, "pfc's xoff"),
-        arguments.size(xon, "pfc's xon"),
-        sum(1 << p for p in set(lossless)),
-        None
+    return {
+        "xoff": arguments.size(xoff, "pfc's xoff"),
+        "xon": arguments.size(xon, "pfc's xon"),
+        "lossless": sum(1 << p for p in set(lossless)),
+        "free_fraction": None
         if free_fraction is None
         else arguments.number(free_fraction, "pfc's free fraction", low=0, low_open=True, high=1),
-    )
+    }
 
 
 def _stream_transport(transport: object, whose: str) -> None:
@@ -88,26 +89,31 @@ def _packet_bytes(value: int | str, name: str) -> int:
 
 
 def _bcn_regulator(
+    line_rate: int,
     fair_share: int | str,
     ru: int | str,
     gi: float,
     gd: float,
     min_pause: int | str,
     max_pause: int | str,
-) -> tuple[int, int, float, float, int, int]:
-    """A BCN rate regulator's settings, checked, in the engine's order."""
+) -> dict[str, object]:
+    """A BCN rate regulator at a host of `line_rate` bit/s, checked: the engine's
+    `BcnSourceConfig`, its defaults with these settings (sending up to the line rate)."""
     shortest = arguments.duration(min_pause, "min_pause")
     longest = arguments.duration(max_pause, "max_pause")
     if shortest > longest:
         raise ValueError(f"min_pause ({min_pause}) must not exceed max_pause ({max_pause})")
-    return (
-        arguments.rate(fair_share, "fair_share"),
-        arguments.rate(ru, "ru"),
-        arguments.number(gi, "gi", low=0, low_open=True),
-        arguments.number(gd, "gd", low=0, low_open=True),
-        shortest,
-        longest,
-    )
+    return {
+        **defaults.ENGINE["bcn_source"],
+        "line_rate": line_rate,
+        "max_rate": line_rate,
+        "restart_rate": arguments.rate(fair_share, "fair_share"),
+        "ru": arguments.rate(ru, "ru"),
+        "gi": arguments.number(gi, "gi", low=0, low_open=True),
+        "gd": arguments.number(gd, "gd", low=0, low_open=True),
+        "min_pause": shortest,
+        "max_pause": longest,
+    }
 
 
 class BcnPoints(Strict):
@@ -126,7 +132,7 @@ class BcnPoints(Strict):
         return self
 
 
-def _bcn(bcn: dict | None) -> tuple[float, float, float, float] | None:
+def _bcn(bcn: dict | None) -> dict | None:
     if bcn is None:
         return None
     if not isinstance(bcn, dict):
@@ -140,8 +146,7 @@ def _bcn(bcn: dict | None) -> tuple[float, float, float, float] | None:
             f"bcn: unknown BCN field(s) {', '.join(map(str, unknown))}; use "
             f"{', '.join(BcnPoints.model_fields)}"
         )
-    points = checked(BcnPoints.model_validate, "bcn", bcn)
-    return (points.pm, points.q_eq, points.q_sc, points.w)
+    return checked(BcnPoints.model_validate, "bcn", bcn).model_dump()
 
 
 def _whole(values: object, name: str, dtype: type, below: int | None = None) -> np.ndarray:
@@ -223,6 +228,11 @@ ENTRY_FIELDS: dict[str, Callable[[object, str], object]] = {
 # Entry fields that name a port of the entry's own switch.
 LOCAL_PORT_FIELDS = ("in_port", "output")
 
+ENTRY_MATCH = ("in_port", "src", "dst", "proto", "src_port", "dst_port", "flow")
+"""The fields of an entry's match (the rest of `ENTRY_FIELDS` are its action and timeouts)."""
+_FORWARD_TO = ("output", "group")
+_FORWARD_FLAGS = ("drop", "controller", "flood")
+
 
 def entry_fields(
     given: dict[str, object],
@@ -244,7 +254,43 @@ def entry_fields(
                 f"{key}: port {fields[key]} does not exist on switch '{switch}' (it has ports "
                 f"0..{ports - 1})"
             )
+    chosen = [key for key in _FORWARD_TO if key in fields]
+    chosen += [key for key in _FORWARD_FLAGS if fields.get(key) is True]
+    if len(chosen) > 1:
+        raise ValueError(
+            f"give at most one action: output, group, drop, controller or flood (got "
+            f"{', '.join(chosen)})"
+        )
     return fields
+
+
+def entry_action(fields: dict[str, object]) -> dict[str, object]:
+    """The action of checked entry `fields` in the engine's form (its `FlowAction`)."""
+    forward: object = "default"
+    for key in _FORWARD_TO:
+        if key in fields:
+            forward = {key: fields[key]}
+    for key in _FORWARD_FLAGS:
+        if fields.get(key) is True:
+            forward = key
+    return {
+        "forward": forward,
+        "set_priority": fields.get("set_priority"),
+        "meter": fields.get("meter"),
+    }
+
+
+def entry_command(switch: int, priority: int, fields: dict[str, object]) -> dict[str, object]:
+    """A checked entry for node `switch` as the engine's "add_entry" command."""
+    return {
+        "kind": "add_entry",
+        "switch": switch,
+        "priority": priority,
+        "matcher": {key: fields[key] for key in ENTRY_MATCH if key in fields},
+        "action": entry_action(fields),
+        "idle_timeout": fields.get("idle_timeout"),
+        "hard_timeout": fields.get("hard_timeout"),
+    }
 
 
 class Simulation:
@@ -278,9 +324,9 @@ class Simulation:
         *,
         seed: int = 1,
         routing: str = "ecmp",
-        host_queue: str = "250pkts",
+        host_queue: str = defaults.queue_limit("host_queue"),
         host_scheduler=None,
-        switch_queue: str = "250pkts",
+        switch_queue: str = defaults.queue_limit("switch_queue"),
         ecn_threshold: str | None = None,
         scheduler=None,
         aqm=None,
@@ -290,7 +336,7 @@ class Simulation:
         pfc: tuple | None = None,
         bcn: dict | None = None,
         tcp: TcpParams | dict | None = None,
-        ttl: int = 64,
+        ttl: int = defaults.TTL,
         device_queue: int = 0,
     ):
         if not isinstance(topology, Topology):
@@ -339,37 +385,37 @@ class Simulation:
             marker = checked(Step, "ecn_threshold", kind="step", k=ecn_threshold)
         buffer = None
         if shared_buffer is not None:
-            buffer = (
-                arguments.size(shared_buffer, "shared_buffer"),
-                arguments.number(buffer_alpha, "buffer_alpha", low=0, low_open=True),
-            )
-            if buffer[0] == 0:
+            buffer = {
+                "bytes": arguments.size(shared_buffer, "shared_buffer"),
+                "alpha": arguments.number(buffer_alpha, "buffer_alpha", low=0, low_open=True),
+            }
+            if buffer["bytes"] == 0:
                 raise ValueError("shared_buffer must be at least 1 byte (None: no shared buffer)")
         device = "device_queue"
-        self._engine = _core.Engine(
-            topology._core,
-            seed,
-            queue_config(
+        # The engine's EngineConfig, crossing as one value (`isthmus.wire`).
+        config = {
+            "host_queue": queue_config(
                 host_queue,
                 host_scheduler,
                 marker,
                 device_queue,
                 names=("host_queue", "host_scheduler", "ecn_threshold", device),
             ),
-            queue_config(
+            "switch_queue": queue_config(
                 switch_queue,
                 scheduler,
                 aqm or marker,
                 device_queue,
                 names=("switch_queue", "scheduler", "aqm" if aqm else "ecn_threshold", device),
             ),
-            routing,
-            self.sample_interval,
-            buffer,
-            _pfc(pfc),
-            self.bcn_points,
-            ttl,
-        )
+            "routing": routing,
+            "sample_interval": self.sample_interval,
+            "shared_buffer": buffer,
+            "pfc": _pfc(pfc),
+            "bcn": self.bcn_points,
+            "ttl": ttl,
+        }
+        self._engine = _core.Engine(topology._core, seed, config)
 
     # ---- traffic -----------------------------------------------------------------
 
@@ -394,16 +440,15 @@ class Simulation:
         payload = arguments.size(size, "size") if size is not None else 0
         if size is not None and payload == 0:
             raise ValueError("size must be at least 1 byte; leave it out to send until stop")
-        return self._engine.add_udp_flow(
-            src,
-            dst,
-            arguments.rate(rate, "rate"),
-            _packet_bytes(packet_size, "packet_size"),
-            arrivals,
-            payload,
-            arguments.duration(start, "start"),
-            _stop(stop),
-        )
+        spec = {
+            "rate": arguments.rate(rate, "rate"),
+            "packet_size": _packet_bytes(packet_size, "packet_size"),
+            "arrivals": arrivals,
+            "size": payload,
+            "start": arguments.duration(start, "start"),
+            "stop": _stop(stop),
+        }
+        return self._engine.add_udp_flow(src, dst, spec)
 
     def add_tcp_flow(
         self,
@@ -496,9 +541,12 @@ class Simulation:
             np.array([dst], dtype=np.uint32),
             np.array([arguments.size(size, "size")], dtype=np.uint64),
             np.array([arguments.duration(start, "start")], dtype=np.uint64),
-            line_rate,
-            arguments.number(g, "g", low=0, low_open=True, high=1),
-            _packet_bytes(mtu, "mtu"),
+            {
+                **defaults.ENGINE["dcqcn"],
+                "line_rate": line_rate,
+                "g": arguments.number(g, "g", low=0, low_open=True, high=1),
+                "mtu_payload": _packet_bytes(mtu, "mtu"),
+            },
         )
         return int(first)
 
@@ -573,24 +621,15 @@ class Simulation:
             raise ValueError(
                 f"offered_load ({offered_load}) exceeds the source's line rate ({line_rate} bps)"
             )
-        share, ru_bps, gi, gd, shortest, longest = _bcn_regulator(
-            fair_share, ru, gi, gd, min_pause, max_pause
-        )
+        source = _bcn_regulator(line_rate, fair_share, ru, gi, gd, min_pause, max_pause)
+        source |= {"packet_size": _packet_bytes(packet_size, "packet_size"), "max_rate": cap}
         return self._engine.add_bcn_flow(
             src,
             dst,
-            line_rate,
-            share,
+            source,
             arguments.size(size, "size") if size is not None else 0,
             arguments.duration(start, "start"),
             _stop(stop),
-            ru_bps,
-            gi,
-            gd,
-            _packet_bytes(packet_size, "packet_size"),
-            cap,
-            shortest,
-            longest,
         )
 
     def add_message_flow(
@@ -653,10 +692,9 @@ class Simulation:
         simulation's BCN congestion points (`bcn=`)."""
         flow = self._flow(flow)
         src = int(self.flows()["src"][flow])
+        line_rate = int(self.topology.access_rates()[src])
         self._engine.regulate_with_bcn(
-            flow,
-            int(self.topology.access_rates()[src]),
-            *_bcn_regulator(fair_share, ru, gi, gd, min_pause, max_pause),
+            flow, _bcn_regulator(line_rate, fair_share, ru, gi, gd, min_pause, max_pause)
         )
 
     def bcn(self) -> dict[str, np.ndarray]:
@@ -747,7 +785,7 @@ class Simulation:
         ports = int(np.sum(links["a"] == node) + np.sum(links["b"] == node))
         name = self.topology.nodes()["name"][node]
         fields = entry_fields(match_and_action, ENTRY_FIELDS, name, ports)
-        return self._engine.add_entry(0, node, priority, **fields)
+        return self._engine.command(0, entry_command(node, priority, fields))
 
     def _flow(self, flow: object) -> int:
         """A flow id argument, checked: an int naming an existing flow."""
@@ -935,7 +973,8 @@ class Simulation:
         node = self.node_index(switch, "switch")
         port = arguments.optional_whole(port, "port", 0, U16, "a local port")
         config = queue_config(limit, scheduler, aqm, device_queue)
-        self._engine.configure_queue(0, node, config, port)
+        command = {"kind": "configure_queue", "switch": node, "port": port, "config": config}
+        self._engine.command(0, command)
 
     def ports(self, node: int | str | None = None) -> dict[str, np.ndarray]:
         """Per-port columns: one row per egress port, with its node, peer and counters;
@@ -946,7 +985,7 @@ class Simulation:
         """The queueing (limit, scheduler, AQM) of local port `port` of `node`."""
         index = self.node_index(node)
         port = whole(port, "port", 0, U16, "a local port")
-        return self._engine.queue_config(self._engine.global_port(index, port))
+        return deserialised(self._engine.queue_config(self._engine.global_port(index, port)))
 
     def entries(self) -> dict[str, np.ndarray]:
         """Every installed flow entry: switch, entry, priority, packets, bytes,

@@ -59,11 +59,15 @@ pub enum ControlEvent {
     },
 }
 
-/// A change a controller asks for.
-#[derive(Clone, Debug, PartialEq)]
+/// A change a controller asks for. Crosses into the engine as one serialised value
+/// tagged by `kind` ("add_entry", "set_aqm", ...); durations in ps, rates in bit/s.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Command {
     AddEntry {
         switch: u32,
+        /// The engine numbers entries (`Engine::add_entry`); a sender cannot choose.
+        #[serde(skip_deserializing)]
         entry: u32,
         priority: u16,
         matcher: FlowMatch,
@@ -132,15 +136,15 @@ pub enum Command {
         link: u32,
         up: bool,
     },
-    /// Replace the queueing of one port of `switch` (None: every port). A change of
-    /// AQM alone keeps the queues as they are; any other change re-queues the waiting
-    /// packets in service order under the new configuration.
     /// Give BCN congestion points (switch, port) predicted queue values (packets) that
     /// decide their feedback instead of the measured queue; None measures again (the
     /// IBCN hook, every point in one command).
     SetBcnPredictions {
         points: Vec<(u32, u16, Option<Vec<f64>>)>,
     },
+    /// Replace the queueing of one port of `switch` (None: every port). A change of
+    /// AQM alone keeps the queues as they are; any other change re-queues the waiting
+    /// packets in service order under the new configuration.
     ConfigureQueue {
         switch: u32,
         port: Option<u16>,

@@ -40,8 +40,10 @@ fn serialization_time_bytes(bytes: u64, rate: Rate) -> Time {
     (bytes as u128 * 8 * SEC as u128 / rate as u128) as Time
 }
 
-/// Network-wide settings of an engine.
-#[derive(Clone, Debug)]
+/// Network-wide settings of an engine. Crosses into the engine as one serialised value;
+/// a field left out takes its `Default` (this is where the defaults are declared).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
     /// Queueing of host NICs.
     pub host_queue: QueueConfig,
@@ -63,6 +65,52 @@ pub struct EngineConfig {
 /// IP's customary initial time-to-live.
 pub const DEFAULT_TTL: u8 = 64;
 
+impl EngineConfig {
+    /// Refuses settings the engine cannot run, naming the field and the fix.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.ttl == 0 {
+            return Err("ttl must be at least 1 (switches a packet may cross)".into());
+        }
+        if self.sample_interval == Some(0) {
+            return Err("sample_interval must be greater than zero".into());
+        }
+        for (name, queue) in [
+            ("host_queue", &self.host_queue),
+            ("switch_queue", &self.switch_queue),
+        ] {
+            queue.validate().map_err(|e| format!("{name}: {e}"))?;
+        }
+        if let Some(b) = self.bcn {
+            if !(b.sample_probability > 0.0 && b.sample_probability <= 1.0)
+                || b.q_eq < 0.0
+                || b.q_sc <= b.q_eq
+                || b.w < 0.0
+            {
+                return Err("BCN needs 0 < Pm <= 1, 0 <= Qeq < Qsc and w >= 0".into());
+            }
+        }
+        if let Some(b) = self.shared_buffer {
+            if b.bytes == 0 || !(b.alpha > 0.0 && b.alpha.is_finite()) {
+                return Err("a shared buffer needs a positive size and a positive alpha".into());
+            }
+        }
+        if let Some(pfc) = self.pfc {
+            if pfc.xon > pfc.xoff || pfc.xoff == 0 {
+                return Err("PFC needs 0 < xon <= xoff".into());
+            }
+            if let Some(f) = pfc.free_fraction {
+                if !(f > 0.0 && f <= 1.0) {
+                    return Err("PFC's free fraction must be in (0, 1] (e.g. 0.125: pause above 1/8 of the free buffer)".into());
+                }
+                if self.shared_buffer.is_none() {
+                    return Err("PFC's free fraction is a share of the free shared buffer: give the switches a shared_buffer too".into());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// IEEE 802.1Qbb priority flow control: when the bytes a switch holds that arrived
 /// through one port in a lossless priority exceed `xoff`, the switch pauses that
 /// priority on the upstream transmitter (the frame takes the link's propagation delay);
@@ -77,7 +125,8 @@ pub const DEFAULT_TTL: u8 = 64;
 /// threshold of shared-buffer switches (ACC's testbed: f = 1/8): the fuller the buffer,
 /// the sooner an ingress pauses. A paused priority resumes below the threshold of the
 /// moment scaled by `xon / xoff`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Pfc {
     pub xoff: u64,
     pub xon: u64,
@@ -88,7 +137,8 @@ pub struct Pfc {
 /// A switch buffer of `bytes` shared by its egress queues under the dynamic-threshold
 /// rule of Choudhury & Hahne (1998): a queue may grow while it holds less than
 /// `alpha` times the buffer still free. Per-port limits still apply on top.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SharedBuffer {
     pub bytes: u64,
     pub alpha: f64,
@@ -250,8 +300,9 @@ pub(crate) struct Draining {
     pub wait: Time,
 }
 
-/// Parameters of a UDP flow.
-#[derive(Clone, Copy, Debug)]
+/// Parameters of a UDP flow (crosses into the engine as one value).
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UdpFlowSpec {
     pub rate: Rate,
     /// Wire bytes per full packet, headers included.

@@ -8,8 +8,9 @@
 use crate::packet::PacketHeader;
 use crate::units::{Rate, Time, SEC};
 
-/// Header fields an entry can match; `None` is a wildcard.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Header fields an entry can match; `None` (or left out) is a wildcard.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct FlowMatch {
     pub in_port: Option<u16>,
     pub src: Option<u32>,
@@ -33,8 +34,10 @@ impl FlowMatch {
     }
 }
 
-/// Where a matched packet goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a matched packet goes (serialised `{"output": 3}`, `{"group": 1}`, "drop",
+/// "controller", "flood", "default").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Forward {
     /// Out of this local port.
     Output(u16),
@@ -50,7 +53,8 @@ pub enum Forward {
 }
 
 /// What an entry does to a packet: optionally re-class it and police it, then forward.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FlowAction {
     pub forward: Forward,
     pub set_priority: Option<u8>,
@@ -378,7 +382,8 @@ pub const MAX_GROUP_ID: u32 = u16::MAX as u32;
 pub const MAX_METER_ID: u32 = u16::MAX as u32;
 
 /// A group: several ports behind one action.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Group {
     /// Per-flow hash over the ports, each chosen in proportion to its weight.
     Select { ports: Vec<u16>, weights: Vec<u32> },

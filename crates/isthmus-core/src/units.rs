@@ -25,11 +25,34 @@ pub fn serialization_time(bytes: u32, rate: Rate) -> Time {
     bits_ps.div_ceil(rate as u128) as Time
 }
 
-/// A queue or buffer limit: counted in packets or in bytes.
+/// A queue or buffer limit: counted in packets or in bytes. Serialised as its unit and
+/// count, `("packets", 250)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
     Packets(u64),
     Bytes(u64),
+}
+
+impl serde::Serialize for Limit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Limit::Packets(n) => ("packets", n).serialize(serializer),
+            Limit::Bytes(n) => ("bytes", n).serialize(serializer),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Limit {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (kind, n): (String, u64) = serde::Deserialize::deserialize(deserializer)?;
+        match kind.as_str() {
+            "packets" => Ok(Limit::Packets(n)),
+            "bytes" => Ok(Limit::Bytes(n)),
+            other => Err(serde::de::Error::custom(format!(
+                "a limit counts 'packets' or 'bytes', not '{other}'"
+            ))),
+        }
+    }
 }
 
 /// A unit string that could not be parsed; the message names the value and the fix.

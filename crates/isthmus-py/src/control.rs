@@ -1,10 +1,11 @@
 //! Bindings of the control seam: running until the control plane is needed, the event
-//! batch as NumPy columns, and the commands (each after a delay, the control channel's
-//! latency).
+//! batch as NumPy columns, and the commands (each one value of the engine's `Command`,
+//! after a delay, the control channel's latency).
 
+use crate::wire::from_py;
 use crate::{column, dict_of, value_error, Engine};
 use isthmus_core::control::{Command, ControlEvent};
-use isthmus_core::flowtable::{FlowAction, FlowMatch, Forward, Group, Miss};
+use isthmus_core::flowtable::Miss;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -153,29 +154,6 @@ struct Row {
     bytes: u64,
 }
 
-fn forward_of(
-    output: Option<u16>,
-    group: Option<u32>,
-    drop: bool,
-    controller: bool,
-    flood: bool,
-) -> PyResult<Forward> {
-    let chosen = [output.is_some(), group.is_some(), drop, controller, flood];
-    if chosen.iter().filter(|&&c| c).count() > 1 {
-        return Err(value_error(
-            "give at most one action: output, group, drop, controller or flood",
-        ));
-    }
-    Ok(match (output, group) {
-        (Some(p), _) => Forward::Output(p),
-        (_, Some(g)) => Forward::Group(g),
-        _ if drop => Forward::Drop,
-        _ if controller => Forward::Controller,
-        _ if flood => Forward::Flood,
-        _ => Forward::Default,
-    })
-}
-
 #[pymethods]
 impl Engine {
     /// Starts or stops recording control events.
@@ -255,12 +233,6 @@ impl Engine {
         self.inner.live_control_timers()
     }
 
-    /// Retires a migrated flow's old path after `delay`: the first (switch, entry) at
-    /// once, the rest when the flow's packets on the path have left it.
-    fn retire_path(&mut self, delay: u64, flow: u32, entries: Vec<(u32, u32)>) -> PyResult<()> {
-        self.issue(delay, Command::RetirePath { flow, entries })
-    }
-
     /// Starts per-flow counters (and crossing events) at `switch`.
     fn watch_flows(&mut self, switch: u32) -> PyResult<()> {
         self.inner.watch_flows(switch).map_err(value_error)
@@ -297,212 +269,37 @@ impl Engine {
         self.inner.set_miss(switch, miss).map_err(value_error)
     }
 
-    /// Installs an entry after `delay`; returns its id.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (delay, switch, priority, in_port=None, src=None, dst=None, proto=None,
-        src_port=None, dst_port=None, flow=None, output=None, group=None, drop=false,
-        controller=false, flood=false, set_priority=None, meter=None, idle_timeout=None,
-        hard_timeout=None))]
-    fn add_entry(
-        &mut self,
-        delay: u64,
-        switch: u32,
-        priority: u16,
-        in_port: Option<u16>,
-        src: Option<u32>,
-        dst: Option<u32>,
-        proto: Option<u8>,
-        src_port: Option<u16>,
-        dst_port: Option<u16>,
-        flow: Option<u32>,
-        output: Option<u16>,
-        group: Option<u32>,
-        drop: bool,
-        controller: bool,
-        flood: bool,
-        set_priority: Option<u8>,
-        meter: Option<u32>,
-        idle_timeout: Option<u64>,
-        hard_timeout: Option<u64>,
-    ) -> PyResult<u32> {
-        let matcher = FlowMatch {
-            in_port,
-            src,
-            dst,
-            proto,
-            src_port,
-            dst_port,
-            flow,
-        };
-        let action = FlowAction {
-            forward: forward_of(output, group, drop, controller, flood)?,
-            set_priority,
-            meter,
-        };
-        self.inner
-            .add_entry(
-                delay,
+    /// Carries out `command` (a `Command` as a dict tagged by kind, see `wire`) after
+    /// `delay`; an "add_entry" answers with the id the engine gave the entry.
+    fn command(&mut self, delay: u64, command: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
+        match from_py::<Command>("command", command)? {
+            Command::AddEntry {
                 switch,
                 priority,
                 matcher,
                 action,
                 idle_timeout,
                 hard_timeout,
-            )
-            .map_err(value_error)
-    }
-
-    /// Replaces an entry's action (output, group, drop, controller, flood or default).
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (delay, switch, entry, output=None, group=None, drop=false, controller=false,
-        flood=false, set_priority=None, meter=None))]
-    fn modify_entry(
-        &mut self,
-        delay: u64,
-        switch: u32,
-        entry: u32,
-        output: Option<u16>,
-        group: Option<u32>,
-        drop: bool,
-        controller: bool,
-        flood: bool,
-        set_priority: Option<u8>,
-        meter: Option<u32>,
-    ) -> PyResult<()> {
-        let action = FlowAction {
-            forward: forward_of(output, group, drop, controller, flood)?,
-            set_priority,
-            meter,
-        };
-        self.issue(
-            delay,
-            Command::ModifyEntry {
-                switch,
-                entry,
-                action,
-            },
-        )
-    }
-
-    fn delete_entry(&mut self, delay: u64, switch: u32, entry: u32) -> PyResult<()> {
-        self.issue(delay, Command::DeleteEntry { switch, entry })
-    }
-
-    fn set_select_group(
-        &mut self,
-        delay: u64,
-        switch: u32,
-        group: u32,
-        ports: Vec<u16>,
-        weights: Vec<u32>,
-    ) -> PyResult<()> {
-        self.issue(
-            delay,
-            Command::SetGroup {
-                switch,
-                group,
-                group_def: Group::Select { ports, weights },
-            },
-        )
-    }
-
-    fn set_failover_group(
-        &mut self,
-        delay: u64,
-        switch: u32,
-        group: u32,
-        ports: Vec<u16>,
-    ) -> PyResult<()> {
-        self.issue(
-            delay,
-            Command::SetGroup {
-                switch,
-                group,
-                group_def: Group::FastFailover { ports },
-            },
-        )
-    }
-
-    fn set_meter(
-        &mut self,
-        delay: u64,
-        switch: u32,
-        meter: u32,
-        rate: u64,
-        burst: u64,
-    ) -> PyResult<()> {
-        self.issue(
-            delay,
-            Command::SetMeter {
-                switch,
-                meter,
-                rate,
-                burst,
-            },
-        )
-    }
-
-    #[pyo3(signature = (delay, buffer, port=None))]
-    fn packet_out(&mut self, delay: u64, buffer: u32, port: Option<u16>) -> PyResult<()> {
-        self.issue(delay, Command::PacketOut { buffer, port })
-    }
-
-    fn flood_out(&mut self, delay: u64, buffer: u32) -> PyResult<()> {
-        self.issue(delay, Command::FloodOut { buffer })
-    }
-
-    fn set_flood_ports(&mut self, delay: u64, switch: u32, ports: Vec<u16>) -> PyResult<()> {
-        self.issue(delay, Command::SetFloodPorts { switch, ports })
-    }
-
-    fn drop_buffer(&mut self, delay: u64, buffer: u32) -> PyResult<()> {
-        self.issue(delay, Command::DropBuffer { buffer })
-    }
-
-    fn hold(&mut self, delay: u64, flow: u32) -> PyResult<()> {
-        self.issue(delay, Command::Hold { flow })
-    }
-
-    fn release(&mut self, delay: u64, flow: u32) -> PyResult<()> {
-        self.issue(delay, Command::Release { flow })
-    }
-
-    #[pyo3(signature = (delay, flow, rate=None))]
-    fn pace(&mut self, delay: u64, flow: u32, rate: Option<u64>) -> PyResult<()> {
-        self.issue(delay, Command::Pace { flow, rate })
-    }
-
-    /// Paces subflow `subflow` of MPTCP connection `flow` (0: no new data; None: unpaced).
-    #[pyo3(signature = (delay, flow, subflow, rate=None))]
-    fn pace_subflow(
-        &mut self,
-        delay: u64,
-        flow: u32,
-        subflow: u8,
-        rate: Option<u64>,
-    ) -> PyResult<()> {
-        self.issue(
-            delay,
-            Command::PaceSubflow {
-                flow,
-                subflow,
-                rate,
-            },
-        )
-    }
-
-    /// Gives BCN congestion points (switch, port) predicted queue values (packets), or
-    /// None to measure again, in one command.
-    fn set_bcn_predictions(
-        &mut self,
-        delay: u64,
-        points: Vec<(u32, u16, Option<Vec<f64>>)>,
-    ) -> PyResult<()> {
-        self.issue(delay, Command::SetBcnPredictions { points })
-    }
-
-    fn set_link(&mut self, delay: u64, link: u32, up: bool) -> PyResult<()> {
-        self.issue(delay, Command::SetLink { link, up })
+                ..
+            } => self
+                .inner
+                .add_entry(
+                    delay,
+                    switch,
+                    priority,
+                    matcher,
+                    action,
+                    idle_timeout,
+                    hard_timeout,
+                )
+                .map(Some)
+                .map_err(value_error),
+            other => self
+                .inner
+                .issue(delay, other)
+                .map(|()| None)
+                .map_err(value_error),
+        }
     }
 
     /// Every installed entry (with `switch`, that switch's only): switch, entry,
@@ -535,11 +332,5 @@ impl Engine {
                 ("last_used_ps", col!(py, rows, |(_, e)| e.last_used)),
             ],
         )
-    }
-}
-
-impl Engine {
-    fn issue(&mut self, delay: u64, cmd: Command) -> PyResult<()> {
-        self.inner.issue(delay, cmd).map_err(value_error)
     }
 }

@@ -5,13 +5,13 @@
 use isthmus_core::rng::{Rng, Stream};
 use isthmus_core::rounds::{IncastRounds, RoundTransport};
 use isthmus_core::topology::builders;
+use isthmus_core::transport::bcn::BcnSourceConfig;
+use isthmus_core::transport::dcqcn::DcqcnConfig;
 use isthmus_core::units::{self, Limit};
 use isthmus_core::workload::{
     ArrivalProcess, FlowWorkload, LogNormal, Pattern, SizeCdf, PATTERN_STREAM,
 };
-use isthmus_core::{
-    Arrivals, Dctcp, EngineConfig, LinkSpec, NodeKind, RoutingPolicy, TcpConfig, Time, UdpFlowSpec,
-};
+use isthmus_core::{Dctcp, EngineConfig, LinkSpec, NodeKind, TcpConfig, Time, UdpFlowSpec};
 use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -26,6 +26,7 @@ macro_rules! col {
 
 mod control;
 mod queue;
+mod wire;
 
 pub(crate) fn value_error(e: impl ToString) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -169,114 +170,29 @@ fn tcp_defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
     Ok(out)
 }
 
-/// The engine's defaults for the AQMs, BCN and DCQCN, so that Python, scenario files
-/// and Rust state each once (TCP's come from `tcp_defaults`).
+/// The engine's defaults, serialised: its network-wide configuration (`engine`), the
+/// AQMs', BCN's and DCQCN's, and the flow tables' id ranges, so that Python, scenario
+/// files and Rust state each once (TCP's come from `tcp_defaults`).
 #[pyfunction]
-fn engine_defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+fn engine_defaults() -> PyResult<String> {
     use isthmus_core::queue::aqm::{AqmConfig, RED_MAX_P, RED_WEIGHT};
-    use isthmus_core::transport::bcn::{BcnPointConfig, BcnSourceConfig};
-    use isthmus_core::transport::dcqcn::DcqcnConfig;
-    let out = PyDict::new(py);
-    let table = |pairs: Vec<(&str, Bound<'py, PyAny>)>| -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (k, v) in pairs {
-            d.set_item(k, v)?;
-        }
-        Ok(d)
-    };
-    if let AqmConfig::CoDel {
-        target, interval, ..
-    } = AqmConfig::codel()
-    {
-        out.set_item(
-            "codel",
-            table(vec![
-                ("target", target.into_pyobject(py)?.into_any()),
-                ("interval", interval.into_pyobject(py)?.into_any()),
-            ])?,
-        )?;
-    }
-    if let AqmConfig::Pie {
-        target,
-        t_update,
-        alpha,
-        beta,
-        max_burst,
-        ..
-    } = AqmConfig::pie()
-    {
-        out.set_item(
-            "pie",
-            table(vec![
-                ("target", target.into_pyobject(py)?.into_any()),
-                ("t_update", t_update.into_pyobject(py)?.into_any()),
-                ("alpha", alpha.into_pyobject(py)?.into_any()),
-                ("beta", beta.into_pyobject(py)?.into_any()),
-                ("max_burst", max_burst.into_pyobject(py)?.into_any()),
-            ])?,
-        )?;
-    }
-    out.set_item(
-        "red",
-        table(vec![
-            ("max_p", RED_MAX_P.into_pyobject(py)?.into_any()),
-            ("weight", RED_WEIGHT.into_pyobject(py)?.into_any()),
-        ])?,
-    )?;
-    let point = BcnPointConfig::default();
-    out.set_item(
-        "bcn_point",
-        table(vec![
-            ("pm", point.sample_probability.into_pyobject(py)?.into_any()),
-            ("q_eq", point.q_eq.into_pyobject(py)?.into_any()),
-            ("q_sc", point.q_sc.into_pyobject(py)?.into_any()),
-            ("w", point.w.into_pyobject(py)?.into_any()),
-        ])?,
-    )?;
+    use isthmus_core::transport::bcn::BcnPointConfig;
+    // The rate-dependent fields of these two (line rate, fair share) are the caller's.
     let source = BcnSourceConfig::ibcn(1, 1);
-    out.set_item(
-        "bcn_source",
-        table(vec![
-            ("ru", source.ru.into_pyobject(py)?.into_any()),
-            ("gi", source.gi.into_pyobject(py)?.into_any()),
-            ("gd", source.gd.into_pyobject(py)?.into_any()),
-            (
-                "packet_size",
-                source.packet_size.into_pyobject(py)?.into_any(),
-            ),
-            ("min_pause", source.min_pause.into_pyobject(py)?.into_any()),
-            ("max_pause", source.max_pause.into_pyobject(py)?.into_any()),
-        ])?,
-    )?;
-    out.set_item(
-        "flow_tables",
-        table(vec![
-            (
-                "max_group_id",
-                isthmus_core::flowtable::MAX_GROUP_ID
-                    .into_pyobject(py)?
-                    .into_any(),
-            ),
-            (
-                "max_meter_id",
-                isthmus_core::flowtable::MAX_METER_ID
-                    .into_pyobject(py)?
-                    .into_any(),
-            ),
-        ])?,
-    )?;
     let dcqcn = DcqcnConfig::paper(1);
-    out.set_item(
-        "dcqcn",
-        table(vec![
-            ("g", dcqcn.g.into_pyobject(py)?.into_any()),
-            (
-                "mtu_payload",
-                dcqcn.mtu_payload.into_pyobject(py)?.into_any(),
-            ),
-        ])?,
-    )?;
-    Ok(out)
+    wire::to_json(&serde_json::json!({
+        "engine": EngineConfig::default(),
+        "codel": AqmConfig::codel(),
+        "pie": AqmConfig::pie(),
+        "red": {"max_p": RED_MAX_P, "weight": RED_WEIGHT},
+        "bcn_point": BcnPointConfig::default(),
+        "bcn_source": source,
+        "flow_tables": {
+            "max_group_id": isthmus_core::flowtable::MAX_GROUP_ID,
+            "max_meter_id": isthmus_core::flowtable::MAX_METER_ID,
+        },
+        "dcqcn": dcqcn,
+    }))
 }
 
 /// Validates a flow-size CDF ("size probability" lines, sizes times `unit_bytes`) and
@@ -443,16 +359,6 @@ fn flow_workload<'py>(
 #[pyfunction]
 fn format_time(ps: u64) -> String {
     units::format_time(ps)
-}
-
-pub(crate) fn limit_from(kind: &str, value: u64) -> PyResult<Limit> {
-    match kind {
-        "packets" => Ok(Limit::Packets(value)),
-        "bytes" => Ok(Limit::Bytes(value)),
-        other => Err(value_error(format!(
-            "limit kind must be 'packets' or 'bytes', got '{other}'"
-        ))),
-    }
 }
 
 fn spec((rate, delay): (u64, Time)) -> LinkSpec {
@@ -746,121 +652,20 @@ impl Engine {
 
 #[pymethods]
 impl Engine {
+    /// An engine over `topology`; `config` is an `EngineConfig` (a dict, see `wire`),
+    /// fields left out taking the engine's defaults.
     #[new]
-    #[pyo3(signature = (topology, seed, host_queue, switch_queue, routing, sample_interval=None, shared_buffer=None, pfc=None, bcn=None, ttl=isthmus_core::engine::DEFAULT_TTL))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        topology: &Topology,
-        seed: u64,
-        host_queue: &Bound<'_, PyDict>,
-        switch_queue: &Bound<'_, PyDict>,
-        routing: &str,
-        sample_interval: Option<u64>,
-        shared_buffer: Option<(u64, f64)>,
-        pfc: Option<(u64, u64, u8, Option<f64>)>,
-        bcn: Option<(f64, f64, f64, f64)>,
-        ttl: u8,
-    ) -> PyResult<Self> {
-        if ttl == 0 {
-            return Err(value_error(
-                "ttl must be at least 1 (switches a packet may cross)",
-            ));
-        }
-        if let Some((pm, q_eq, q_sc, w)) = bcn {
-            if !(pm > 0.0 && pm <= 1.0) || q_eq < 0.0 || q_sc <= q_eq || w < 0.0 {
-                return Err(value_error(
-                    "BCN needs 0 < Pm <= 1, 0 <= Qeq < Qsc and w >= 0",
-                ));
-            }
-        }
-        if let Some((xoff, xon, _, free_fraction)) = pfc {
-            if xon > xoff || xoff == 0 {
-                return Err(value_error("PFC needs 0 < xon <= xoff"));
-            }
-            if let Some(f) = free_fraction {
-                if !(f > 0.0 && f <= 1.0) {
-                    return Err(value_error(
-                        "PFC's free fraction must be in (0, 1] (e.g. 0.125: pause above 1/8 of the free buffer)",
-                    ));
-                }
-                if shared_buffer.is_none() {
-                    return Err(value_error(
-                        "PFC's free fraction is a share of the free shared buffer: give the switches a shared_buffer too",
-                    ));
-                }
-            }
-        }
-        if let Some((bytes, alpha)) = shared_buffer {
-            if bytes == 0 || !(alpha > 0.0 && alpha.is_finite()) {
-                return Err(value_error(
-                    "a shared buffer needs a positive size and a positive alpha",
-                ));
-            }
-        }
-        if sample_interval == Some(0) {
-            return Err(value_error("sample_interval must be greater than zero"));
-        }
-        let config = EngineConfig {
-            ttl,
-            host_queue: queue::queue_config_from(host_queue)?,
-            switch_queue: queue::queue_config_from(switch_queue)?,
-            routing: RoutingPolicy::parse(routing).map_err(value_error)?,
-            sample_interval,
-            shared_buffer: shared_buffer
-                .map(|(bytes, alpha)| isthmus_core::engine::SharedBuffer { bytes, alpha }),
-            pfc: pfc.map(
-                |(xoff, xon, lossless, free_fraction)| isthmus_core::engine::Pfc {
-                    xoff,
-                    xon,
-                    lossless,
-                    free_fraction,
-                },
-            ),
-            bcn: bcn.map(|(sample_probability, q_eq, q_sc, w)| {
-                isthmus_core::transport::bcn::BcnPointConfig {
-                    sample_probability,
-                    q_eq,
-                    q_sc,
-                    w,
-                }
-            }),
-        };
+    fn new(topology: &Topology, seed: u64, config: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let config: EngineConfig = wire::from_py("engine configuration", config)?;
+        config.validate().map_err(value_error)?;
         Ok(Engine {
             inner: isthmus_core::Engine::new(topology.inner.clone(), config, seed),
         })
     }
 
-    /// Adds a UDP flow; `arrivals` is "constant" or "poisson"; `size` 0 means until `stop`.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (src, dst, rate, packet_size, arrivals, size, start, stop))]
-    fn add_udp_flow(
-        &mut self,
-        src: u32,
-        dst: u32,
-        rate: u64,
-        packet_size: u32,
-        arrivals: &str,
-        size: u64,
-        start: u64,
-        stop: u64,
-    ) -> PyResult<u32> {
-        let arrivals = match arrivals {
-            "constant" => Arrivals::Constant,
-            "poisson" => Arrivals::Poisson,
-            other => {
-                return Err(value_error(format!(
-                    "arrivals must be 'constant' or 'poisson', got '{other}'"
-                )))
-            }
-        };
-        let spec = UdpFlowSpec {
-            rate,
-            packet_size,
-            arrivals,
-            size,
-            start,
-            stop,
-        };
+    /// Adds a UDP flow (`spec`: a `UdpFlowSpec`, see `wire`; `size` 0 sends until `stop`).
+    fn add_udp_flow(&mut self, src: u32, dst: u32, spec: &Bound<'_, PyAny>) -> PyResult<u32> {
+        let spec: UdpFlowSpec = wire::from_py("UDP flow", spec)?;
         self.inner.add_udp_flow(src, dst, spec).map_err(value_error)
     }
 
@@ -977,30 +782,11 @@ impl Engine {
         )
     }
 
-    /// Puts TCP flow `flow` under a BCN rate regulator with IBCN's reaction-point
-    /// parameters at `line_rate`, restarting after STOP at `fair_share`.
-    #[allow(clippy::too_many_arguments)]
-    fn regulate_with_bcn(
-        &mut self,
-        flow: u32,
-        line_rate: u64,
-        fair_share: u64,
-        ru: u64,
-        gi: f64,
-        gd: f64,
-        min_pause: u64,
-        max_pause: u64,
-    ) -> PyResult<()> {
-        let cfg = isthmus_core::transport::bcn::BcnSourceConfig {
-            ru,
-            gi,
-            gd,
-            min_pause,
-            max_pause,
-            ..isthmus_core::transport::bcn::BcnSourceConfig::ibcn(line_rate, fair_share)
-        };
+    /// Puts TCP flow `flow` under a BCN rate regulator (`source`: a `BcnSourceConfig`).
+    fn regulate_with_bcn(&mut self, flow: u32, source: &Bound<'_, PyAny>) -> PyResult<()> {
+        let source: BcnSourceConfig = wire::from_py("BCN regulator", source)?;
         self.inner
-            .regulate_with_bcn(flow, &cfg)
+            .regulate_with_bcn(flow, &source)
             .map_err(value_error)
     }
 
@@ -1011,25 +797,17 @@ impl Engine {
             .map_err(value_error)
     }
 
-    /// Adds DCQCN flows (one per element of the equal-length arrays) whose senders start
-    /// at `line_rate` with the DCQCN paper's parameters, `g` and `cnp_interval` overridden;
-    /// returns the first flow's id.
-    #[allow(clippy::too_many_arguments)]
+    /// Adds DCQCN flows (one per element of the equal-length arrays) whose senders run
+    /// `config` (a `DcqcnConfig`); returns the first flow's id.
     fn add_dcqcn_flows(
         &mut self,
         src: PyReadonlyArray1<'_, u32>,
         dst: PyReadonlyArray1<'_, u32>,
         size: PyReadonlyArray1<'_, u64>,
         start: PyReadonlyArray1<'_, u64>,
-        line_rate: u64,
-        g: f64,
-        mtu_payload: u32,
+        config: &Bound<'_, PyAny>,
     ) -> PyResult<u32> {
-        let config = isthmus_core::transport::dcqcn::DcqcnConfig {
-            g,
-            mtu_payload,
-            ..isthmus_core::transport::dcqcn::DcqcnConfig::paper(line_rate)
-        };
+        let config: DcqcnConfig = wire::from_py("DCQCN", config)?;
         self.add_each(
             FlowArrays {
                 src,
@@ -1108,38 +886,20 @@ impl Engine {
         )
     }
 
-    /// Adds a BCN-regulated datagram source (IBCN's reaction-point parameters) at
-    /// `line_rate`, restarting after STOP at `fair_share`; returns its flow id.
-    #[allow(clippy::too_many_arguments)]
+    /// Adds a BCN-regulated datagram source (`source`: a `BcnSourceConfig`) sending
+    /// `size` bytes (0: until `stop`) from `start`; returns its flow id.
     fn add_bcn_flow(
         &mut self,
         src: u32,
         dst: u32,
-        line_rate: u64,
-        fair_share: u64,
+        source: &Bound<'_, PyAny>,
         size: u64,
         start: u64,
         stop: u64,
-        ru: u64,
-        gi: f64,
-        gd: f64,
-        packet_size: u32,
-        max_rate: u64,
-        min_pause: u64,
-        max_pause: u64,
     ) -> PyResult<u32> {
-        let cfg = isthmus_core::transport::bcn::BcnSourceConfig {
-            ru,
-            gi,
-            gd,
-            packet_size,
-            max_rate,
-            min_pause,
-            max_pause,
-            ..isthmus_core::transport::bcn::BcnSourceConfig::ibcn(line_rate, fair_share)
-        };
+        let source: BcnSourceConfig = wire::from_py("BCN source", source)?;
         self.inner
-            .add_bcn_flow(src, dst, &cfg, size, start, stop)
+            .add_bcn_flow(src, dst, &source, size, start, stop)
             .map_err(value_error)
     }
 

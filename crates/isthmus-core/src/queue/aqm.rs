@@ -18,8 +18,10 @@
 use crate::rng::Rng;
 use crate::units::{Limit, Time, MS};
 
-/// Parameters of an AQM, one instance of which runs per queue.
-#[derive(Clone, Debug, PartialEq)]
+/// Parameters of an AQM, one instance of which runs per queue (serialised tagged by
+/// `kind`: "drop_tail", "red", "ramp", "codel", "pie"; times in ps).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AqmConfig {
     DropTail,
     Red {
@@ -41,6 +43,7 @@ pub enum AqmConfig {
         kmax: Limit,
         pmax: f64,
     },
+    #[serde(rename = "codel")]
     CoDel {
         target: Time,
         interval: Time,

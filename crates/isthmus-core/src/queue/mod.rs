@@ -36,8 +36,10 @@ pub use aqm::{Aqm, AqmConfig, QueueView, Verdict};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// How a PIFO ranks packets (lower ranks leave first).
-#[derive(Clone, Debug, PartialEq)]
+/// How a PIFO ranks packets (lower ranks leave first). Serialised beside the PIFO's
+/// kind: `{"kind": "pifo", "rank": "deadline", "budgets": [...]}`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "rank", rename_all = "snake_case")]
 pub enum Rank {
     /// Arrival time: a FIFO.
     Arrival,
@@ -49,18 +51,32 @@ pub enum Rank {
     Deadline { budgets: Vec<Time> },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SchedulerConfig {
     Fifo,
-    StrictPriority { classes: u8 },
-    Drr { quanta: Vec<u32> },
-    Wfq { weights: Vec<u32> },
-    Fq { quantum: u32 },
-    Pifo { rank: Rank },
+    StrictPriority {
+        classes: u8,
+    },
+    Drr {
+        quanta: Vec<u32>,
+    },
+    Wfq {
+        weights: Vec<u32>,
+    },
+    Fq {
+        quantum: u32,
+    },
+    Pifo {
+        #[serde(flatten)]
+        rank: Rank,
+    },
 }
 
 /// Everything about one port's queueing; can be replaced while the simulation runs.
-#[derive(Clone, Debug, PartialEq)]
+/// Crosses into the engine as one serialised value (`class_aqm` and `device_queue` may
+/// be left out: none, 0).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct QueueConfig {
     pub limit: Limit,
     pub scheduler: SchedulerConfig,
@@ -68,10 +84,12 @@ pub struct QueueConfig {
     pub aqm: AqmConfig,
     /// ... except class c's, which runs `class_aqm[c]` where that is set (ECN marking
     /// tuned per class, say).
+    #[serde(default)]
     pub class_aqm: Vec<Option<AqmConfig>>,
     /// Packets the device holds below the queue discipline (ns-3's point-to-point
     /// keeps 100), 0 for none: the discipline hands packets down whenever the device
     /// has room, so its AQM and limit see only what waits above the device.
+    #[serde(default)]
     pub device_queue: u32,
 }
 
@@ -1105,6 +1123,48 @@ mod tests {
 
     fn rng() -> Rng {
         Rng::stream(1, Stream::Workload, 0)
+    }
+
+    #[test]
+    fn a_configuration_reads_from_its_serialised_form_and_back() {
+        let text = r#"{"limit": ["packets", 100],
+            "scheduler": {"kind": "pifo", "rank": "deadline", "budgets": [5, 7]},
+            "aqm": {"kind": "codel", "target": 5, "interval": 100, "ecn": true},
+            "class_aqm": [null, {"kind": "ramp", "kmin": ["bytes", 3000],
+                                 "kmax": ["bytes", 9000], "pmax": 0.25}]}"#;
+        let config: QueueConfig = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            config.scheduler,
+            SchedulerConfig::Pifo {
+                rank: Rank::Deadline {
+                    budgets: vec![5, 7]
+                }
+            }
+        );
+        assert_eq!(config.limit, Limit::Packets(100));
+        assert_eq!(
+            config.aqm_of(1),
+            &AqmConfig::Ramp {
+                kmin: Limit::Bytes(3000),
+                kmax: Limit::Bytes(9000),
+                pmax: 0.25
+            }
+        );
+        assert!(matches!(
+            config.aqm_of(0),
+            AqmConfig::CoDel { ecn: true, .. }
+        ));
+        assert_eq!(config.device_queue, 0, "left out: none");
+        let again: QueueConfig =
+            serde_json::from_str(&serde_json::to_string(&config).unwrap()).unwrap();
+        assert_eq!(again, config);
+        // A limit names its unit; a kind names one the engine has.
+        for bad in [
+            r#"{"limit": ["frames", 1], "scheduler": {"kind": "fifo"}, "aqm": {"kind": "drop_tail"}}"#,
+            r#"{"limit": ["packets", 1], "scheduler": {"kind": "lifo"}, "aqm": {"kind": "drop_tail"}}"#,
+        ] {
+            assert!(serde_json::from_str::<QueueConfig>(bad).is_err(), "{bad}");
+        }
     }
 
     fn drain_classes(q: &mut PortQueue, n: usize) -> Vec<u8> {

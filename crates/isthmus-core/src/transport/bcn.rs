@@ -35,8 +35,10 @@ pub const PROTO_BCN: u8 = 0xFD;
 pub const FEEDBACK_BYTES: u32 = 64;
 const UDP_HEADER_BYTES: u32 = 28;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct BcnPointConfig {
+    #[serde(rename = "pm")]
     pub sample_probability: f64,
     pub q_eq: f64,
     pub q_sc: f64,
@@ -152,7 +154,10 @@ impl BcnPoint {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A BCN reaction point's settings (rates in bit/s, pauses in ps); crosses into the
+/// engine as one value, starting from `ibcn`'s (the engine's defaults).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BcnSourceConfig {
     pub line_rate: Rate,
     pub packet_size: u32,

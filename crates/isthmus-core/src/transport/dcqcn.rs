@@ -59,7 +59,10 @@ pub const CNP: u8 = 3;
 /// A data packet that asks the receiver for an ACK (the BTH AckReq bit).
 const DATA_ACK_REQUEST: u8 = 4;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A DCQCN sender's settings (rates in bit/s, times in ps); crosses into the engine as
+/// one value, starting from `paper`'s (the engine's defaults).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DcqcnConfig {
     /// Payload bytes per packet.
     pub mtu_payload: u32,

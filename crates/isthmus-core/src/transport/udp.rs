@@ -9,7 +9,8 @@ use crate::units::{serialization_time, Rate, Time};
 /// IPv4 (20 B) + UDP (8 B) headers carried by every datagram.
 pub const UDP_HEADER_BYTES: u32 = 28;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Arrivals {
     /// Evenly spaced packets.
     Constant,

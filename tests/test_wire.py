@@ -1,0 +1,100 @@
+"""Configurations cross into the engine as one serialised value of the engine's own
+type: the engine reads them with its declared defaults and refuses what it cannot run."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from isthmus import Simulation, Topology, _core, defaults
+from isthmus.queues import CoDel, Drr, queue_config
+from isthmus.scenario import Network
+from isthmus.wire import deserialised
+
+
+def test_a_queue_configuration_comes_back_as_it_went_in():
+    sim = Simulation(Topology.leaf_spine(1, 2, 2))
+    drr, codel = Drr(kind="drr", quanta=["1500B", "3000B"]), CoDel(kind="codel")
+    sim.configure_queue("leaf0", limit="100pkts", scheduler=drr, aqm=codel, port=1, device_queue=3)
+    back = sim.port_queue_config("leaf0", 1)
+    assert back == {**queue_config("100pkts", drr, codel, 3), "class_aqm": []}
+    assert back["limit"] == ("packets", 100)
+    # The other ports keep the engine's default queue.
+    assert sim.port_queue_config("leaf0", 0)["limit"] == ("packets", 250)
+
+
+def test_a_command_crosses_as_one_value_and_the_engine_numbers_entries():
+    sim = Simulation(Topology.leaf_spine(1, 2, 2))
+    leaf = sim.node_index("leaf0")
+    install = {
+        "kind": "add_entry",
+        "switch": leaf,
+        "priority": 5,
+        "matcher": {"dst": 1},
+        "action": {"forward": {"output": 1}},
+    }
+    first = sim._engine.command(0, install)
+    second = sim._engine.command(0, {**install, "matcher": {"dst": 0}})
+    assert (first, second) == (0, 1)
+    # The engine numbers entries: a sender cannot choose an id.
+    with pytest.raises(ValueError, match="unknown field `entry`"):
+        sim._engine.command(0, {**install, "entry": 77})
+    assert sim._engine.command(0, {"kind": "set_link", "link": 0, "up": True}) is None
+    with pytest.raises(ValueError, match="unknown variant `teleport`"):
+        sim._engine.command(0, {"kind": "teleport", "flow": 0})
+    with pytest.raises(ValueError, match="unknown field `colour`"):
+        sim._engine.command(0, {"kind": "drop_buffer", "buffer": 0, "colour": 1})
+    sim.run("1ns")
+    assert sorted(sim.entries()["entry"].tolist()) == [0, 1]
+
+
+def test_the_defaults_are_the_engines():
+    engine = defaults.ENGINE["engine"]
+    assert defaults.queue_limit("switch_queue") == f"{engine['switch_queue']['limit'][1]}pkts"
+    signature = inspect.signature(Simulation).parameters
+    assert signature["host_queue"].default == defaults.queue_limit("host_queue")
+    assert signature["ttl"].default == engine["ttl"] == 64
+    assert Network().switch_queue == defaults.queue_limit("switch_queue")
+    # Left out, a field takes the engine's own default.
+    engine = _core.Engine(Topology.leaf_spine(1, 2, 2)._core, 1, {"routing": "spray"})
+    assert deserialised(engine.queue_config(0))["limit"] == ("packets", 250)
+    # Only plain values cross.
+    with pytest.raises(ValueError, match="engine configuration: .* is a object, not a number"):
+        _core.Engine(Topology.leaf_spine(1, 2, 2)._core, 1, {"ttl": object()})
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"tll": 3}, "unknown field `tll`"),
+        ({"ttl": 0}, "ttl must be at least 1"),
+        ({"routing": "random"}, "unknown variant `random`"),
+        ({"bcn": {"pm": 2.0}}, "BCN needs 0 < Pm <= 1"),
+        ({"pfc": {"xoff": 10, "xon": 20, "lossless": 1, "free_fraction": None}}, "xon <= xoff"),
+        (
+            {
+                "switch_queue": {
+                    "limit": ["frames", 5],
+                    "scheduler": {"kind": "fifo"},
+                    "aqm": {"kind": "drop_tail"},
+                }
+            },
+            "a limit counts 'packets' or 'bytes', not 'frames'",
+        ),
+    ],
+)
+def test_the_engine_refuses_a_bad_configuration_by_name(config, message):
+    topology = Topology.leaf_spine(1, 2, 2)
+    with pytest.raises(ValueError, match="engine configuration|ttl|BCN|PFC") as error:
+        _core.Engine(topology._core, 1, config)
+    assert message in str(error.value)
+
+
+def test_limits_come_back_as_tuples_and_nothing_else_does():
+    text = '{"limit": ["bytes", 3000], "quanta": [1500, 3000], "rank": ["packets", "x"]}'
+    assert deserialised(text) == {
+        "limit": ("bytes", 3000),
+        "quanta": [1500, 3000],
+        "rank": ["packets", "x"],
+    }
