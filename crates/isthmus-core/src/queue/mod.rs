@@ -342,9 +342,25 @@ impl SubQueue {
 /// Packets' room an emptied queue keeps (see `PortQueue::release_room`).
 const KEPT_ROOM: usize = 16;
 
+/// How a port's class queues take turns (the schedulers that keep a FIFO per class).
+#[derive(Clone, Debug)]
+enum ClassPolicy {
+    /// The lowest non-empty class first: FIFO (one class) and strict priority.
+    LowestFirst,
+    Drr {
+        quanta: Vec<u32>,
+    },
+    Wfq {
+        weights: Vec<u32>,
+    },
+}
+
+/// A queue discipline's state, each kind holding its own settings, so that every
+/// operation dispatches once, on this.
 #[derive(Clone, Debug)]
 enum State {
     Classes {
+        policy: ClassPolicy,
         queues: Vec<SubQueue>,
         deficits: Vec<i64>,
         active: VecDeque<usize>,
@@ -354,11 +370,13 @@ enum State {
         virtual_time: f64,
     },
     Fq {
+        quantum: i64,
         flows: KeyMap<u32, (SubQueue, i64)>,
         new_flows: VecDeque<u32>,
         old_flows: VecDeque<u32>,
     },
     Pifo {
+        ranking: Rank,
         heap: BinaryHeap<Reverse<PifoItem>>,
         aqm: Aqm,
         flow_finish: KeyMap<u32, f64>,
@@ -436,28 +454,37 @@ impl PortQueue {
     pub fn new(config: QueueConfig) -> PortQueue {
         let classes = config.classes();
         let state = match &config.scheduler {
-            SchedulerConfig::Fq { .. } => State::Fq {
+            SchedulerConfig::Fq { quantum } => State::Fq {
+                quantum: *quantum as i64,
                 flows: KeyMap::default(),
                 new_flows: VecDeque::new(),
                 old_flows: VecDeque::new(),
             },
-            SchedulerConfig::Pifo { .. } => State::Pifo {
+            SchedulerConfig::Pifo { rank } => State::Pifo {
+                ranking: rank.clone(),
                 heap: BinaryHeap::new(),
                 aqm: Aqm::new(config.aqm_of(0).clone()),
                 flow_finish: KeyMap::default(),
                 virtual_time: 0.0,
                 bytes: 0,
             },
-            _ => State::Classes {
-                queues: (0..classes)
-                    .map(|c| SubQueue::new(config.aqm_of(c)))
-                    .collect(),
-                deficits: vec![0; classes],
-                active: VecDeque::new(),
-                front_credited: false,
-                finish: vec![0.0; classes],
-                virtual_time: 0.0,
-            },
+            SchedulerConfig::Fifo | SchedulerConfig::StrictPriority { .. } => {
+                PortQueue::classes(ClassPolicy::LowestFirst, &config, classes)
+            }
+            SchedulerConfig::Drr { quanta } => PortQueue::classes(
+                ClassPolicy::Drr {
+                    quanta: quanta.clone(),
+                },
+                &config,
+                classes,
+            ),
+            SchedulerConfig::Wfq { weights } => PortQueue::classes(
+                ClassPolicy::Wfq {
+                    weights: weights.clone(),
+                },
+                &config,
+                classes,
+            ),
         };
         PortQueue {
             counters: ClassCounters::new(classes),
@@ -470,6 +497,21 @@ impl PortQueue {
             device_bytes: 0,
             state,
             seq: 0,
+        }
+    }
+
+    /// The state of a discipline with a FIFO per class, served by `policy`.
+    fn classes(policy: ClassPolicy, config: &QueueConfig, classes: usize) -> State {
+        State::Classes {
+            policy,
+            queues: (0..classes)
+                .map(|c| SubQueue::new(config.aqm_of(c)))
+                .collect(),
+            deficits: vec![0; classes],
+            active: VecDeque::new(),
+            front_credited: false,
+            finish: vec![0.0; classes],
+            virtual_time: 0.0,
         }
     }
 
@@ -608,6 +650,7 @@ impl PortQueue {
         let full = exceeds(limit, self.packets + 1, self.bytes + item.size as u64);
         let verdict = match &mut self.state {
             State::Classes {
+                policy,
                 queues,
                 deficits,
                 active,
@@ -626,13 +669,11 @@ impl PortQueue {
                 };
                 let verdict = q.aqm.on_enqueue(view, item.ect, delay, now, rng);
                 if verdict != Verdict::Drop {
-                    if q.fifo.is_empty()
-                        && matches!(self.config.scheduler, SchedulerConfig::Drr { .. })
-                    {
+                    if q.fifo.is_empty() && matches!(policy, ClassPolicy::Drr { .. }) {
                         deficits[class] = 0;
                         active.push_back(class);
                     }
-                    if let SchedulerConfig::Wfq { weights } = &self.config.scheduler {
+                    if let ClassPolicy::Wfq { weights } = policy {
                         let start = finish[class].max(*virtual_time);
                         finish[class] = start + item.size as f64 / weights[class] as f64;
                         q.push_tagged(item, finish[class]);
@@ -643,14 +684,12 @@ impl PortQueue {
                 verdict
             }
             State::Fq {
+                quantum,
                 flows,
                 new_flows,
                 old_flows,
             } => {
-                let quantum = match self.config.scheduler {
-                    SchedulerConfig::Fq { quantum } => quantum as i64,
-                    _ => unreachable!(),
-                };
+                let quantum = *quantum;
                 if full {
                     // RFC 8290: make room by dropping from the heads of the longest flows.
                     while exceeds(limit, self.packets + 1, self.bytes + item.size as u64) {
@@ -695,6 +734,7 @@ impl PortQueue {
                 verdict
             }
             State::Pifo {
+                ranking,
                 heap,
                 aqm,
                 flow_finish,
@@ -702,28 +742,19 @@ impl PortQueue {
                 bytes,
             } => {
                 let inputs = rank;
-                let rank = match &self.config.scheduler {
-                    SchedulerConfig::Pifo {
-                        rank: Rank::Arrival,
-                    } => now as f64,
-                    SchedulerConfig::Pifo {
-                        rank: Rank::RemainingSize,
-                    } => inputs.remaining as f64,
-                    SchedulerConfig::Pifo {
-                        rank: Rank::StartTime,
-                    } => {
+                let rank = match ranking {
+                    Rank::Arrival => now as f64,
+                    Rank::RemainingSize => inputs.remaining as f64,
+                    Rank::StartTime => {
                         let f = flow_finish.entry(item.flow).or_insert(0.0);
                         let start = f.max(*virtual_time);
                         *f = start + item.size as f64;
                         start
                     }
-                    SchedulerConfig::Pifo {
-                        rank: Rank::Deadline { budgets },
-                    } => {
+                    Rank::Deadline { budgets } => {
                         let budget = budgets[(item.class as usize).min(budgets.len() - 1)];
                         inputs.created.saturating_add(budget) as f64
                     }
-                    _ => unreachable!(),
                 };
                 if full {
                     // Push out the worst-ranked packet, if it ranks below the arrival.
@@ -845,6 +876,7 @@ impl PortQueue {
         let is_paused = |class: usize| class < 8 && paused & (1 << class) != 0;
         match &mut self.state {
             State::Classes {
+                policy,
                 queues,
                 deficits,
                 active,
@@ -852,12 +884,12 @@ impl PortQueue {
                 front_credited,
                 ..
             } => {
-                let class = match &self.config.scheduler {
-                    SchedulerConfig::Fifo | SchedulerConfig::StrictPriority { .. } => queues
+                let class = match policy {
+                    ClassPolicy::LowestFirst => queues
                         .iter()
                         .enumerate()
                         .position(|(c, q)| !q.fifo.is_empty() && !is_paused(c))?,
-                    SchedulerConfig::Wfq { .. } => {
+                    ClassPolicy::Wfq { .. } => {
                         let mut best: Option<(usize, f64)> = None;
                         for (c, q) in queues.iter().enumerate() {
                             if is_paused(c) {
@@ -873,7 +905,7 @@ impl PortQueue {
                         *virtual_time = tag;
                         c
                     }
-                    SchedulerConfig::Drr { quanta } => {
+                    ClassPolicy::Drr { quanta } => {
                         let mut skipped = 0;
                         loop {
                             let c = *active.front()?;
@@ -903,7 +935,6 @@ impl PortQueue {
                             *front_credited = false;
                         }
                     }
-                    _ => unreachable!(),
                 };
                 let q = &mut queues[class];
                 let item = q.pop().expect("chosen class is non-empty");
@@ -924,14 +955,12 @@ impl PortQueue {
             }
             State::Fq { .. } | State::Pifo { .. } if is_paused(0) => None,
             State::Fq {
+                quantum,
                 flows,
                 new_flows,
                 old_flows,
             } => {
-                let quantum = match self.config.scheduler {
-                    SchedulerConfig::Fq { quantum } => quantum as i64,
-                    _ => unreachable!(),
-                };
+                let quantum = *quantum;
                 loop {
                     let from_new = !new_flows.is_empty();
                     let list = if from_new {
@@ -967,6 +996,7 @@ impl PortQueue {
                 }
             }
             State::Pifo {
+                ranking,
                 heap,
                 aqm,
                 virtual_time,
@@ -975,12 +1005,7 @@ impl PortQueue {
             } => {
                 let Reverse(top) = heap.pop()?;
                 *bytes -= top.item.size as u64;
-                if matches!(
-                    self.config.scheduler,
-                    SchedulerConfig::Pifo {
-                        rank: Rank::StartTime
-                    }
-                ) {
+                if matches!(ranking, Rank::StartTime) {
                     *virtual_time = top.rank;
                 }
                 let verdict = aqm.on_dequeue(now - top.item.enqueued, *bytes, top.item.ect, now);
