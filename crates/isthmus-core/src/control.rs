@@ -170,17 +170,63 @@ pub enum Command {
     },
 }
 
-use crate::engine::{Buffered, ControlTimer, Crossing, Engine};
+use crate::engine::{Crossing, Engine};
 use crate::event::{EventKind, PortId};
 use crate::flowtable::{FlowEntry, Forward, Meter, Miss};
 use crate::packet::PacketId;
+use crate::slab::Slab;
 use crate::topology::NodeKind;
+
+/// What the control plane keeps in the engine, apart from the switches' tables: the
+/// events waiting for it, the packets switches sent up, commands on their way, its
+/// timers, migrated paths draining, and the numbering of entries.
+#[derive(Default)]
+pub(crate) struct ControlState {
+    /// Events waiting for the control plane; recorded only while `attached`.
+    pub(crate) events: Vec<(Time, ControlEvent)>,
+    pub(crate) attached: bool,
+    pub(crate) buffers: Slab<Buffered>,
+    pub(crate) pending: Slab<Command>,
+    /// Live timers by id; ids are never reused, and a timer leaves the map once it can
+    /// fire no more, so long runs with many one-shot timers stay flat.
+    pub(crate) timers: crate::flowtable::KeyMap<u32, ControlTimer>,
+    pub(crate) next_timer_id: u32,
+    pub(crate) draining: Slab<Draining>,
+    pub(crate) next_entry_id: u32,
+}
+
+/// A packet held at a switch while the controller decides about it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Buffered {
+    pub pkt: PacketId,
+    pub node: u32,
+    pub in_port: u16,
+    /// A packet-out or drop for it has been issued (and may be in flight).
+    pub claimed: bool,
+}
+
+/// A control-plane timer: fires once, or every `period`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ControlTimer {
+    pub period: Option<Time>,
+    pub active: bool,
+}
+
+/// Old entries of a migrated flow waiting for the packets already on the old path to
+/// leave it before they are removed.
+#[derive(Clone, Debug)]
+pub(crate) struct Draining {
+    pub flow: u32,
+    pub entries: Vec<(u32, u32)>,
+    /// How long one wait lasts: the old path's worst-case transit (see control.rs).
+    pub wait: Time,
+}
 
 impl Engine {
     /// Starts (or stops) recording control events. Without a control plane attached the
     /// engine records none, so plain runs pay nothing for the seam.
     pub fn attach_control(&mut self, attached: bool) {
-        self.control_attached = attached;
+        self.control.attached = attached;
     }
 
     /// Runs until control events are waiting (after finishing every event at that
@@ -190,13 +236,13 @@ impl Engine {
         let mut horizon = limit;
         while let Some(ev) = self.events.pop_until(horizon) {
             self.handle_event(ev);
-            if !self.control_events.is_empty() {
+            if !self.control.events.is_empty() {
                 horizon = horizon.min(self.now());
             } else if until_flows_finish && self.unfinished_flows() == 0 {
                 return false;
             }
         }
-        if self.control_events.is_empty() {
+        if self.control.events.is_empty() {
             if !(until_flows_finish && self.unfinished_flows() == 0) {
                 self.advance_clock(limit);
             }
@@ -208,7 +254,7 @@ impl Engine {
 
     /// The waiting control events, oldest first, with the times they happened.
     pub fn take_control_events(&mut self) -> Vec<(Time, ControlEvent)> {
-        std::mem::take(&mut self.control_events)
+        std::mem::take(&mut self.control.events)
     }
 
     /// A control timer firing first at `first`, then every `period` if given. Ids are
@@ -223,11 +269,11 @@ impl Engine {
         if period == Some(0) {
             return Err("a timer's period must be greater than zero".into());
         }
-        let id = self.next_timer_id;
-        self.next_timer_id = id
+        let id = self.control.next_timer_id;
+        self.control.next_timer_id = id
             .checked_add(1)
             .ok_or("the run has used up the 2^32 control timer ids")?;
-        self.control_timers.insert(
+        self.control.timers.insert(
             id,
             ControlTimer {
                 period,
@@ -241,10 +287,10 @@ impl Engine {
 
     /// Stops a timer; cancelling one that already fired its last time does nothing.
     pub fn cancel_control_timer(&mut self, timer: u32) -> Result<(), String> {
-        if timer >= self.next_timer_id {
+        if timer >= self.control.next_timer_id {
             return Err(format!("no control timer {timer}"));
         }
-        if let Some(t) = self.control_timers.get_mut(&timer) {
+        if let Some(t) = self.control.timers.get_mut(&timer) {
             // Its pending tick removes it when it comes due.
             t.active = false;
         }
@@ -253,19 +299,20 @@ impl Engine {
 
     /// Timers that can still fire (or whose last tick is still pending).
     pub fn live_control_timers(&self) -> usize {
-        self.control_timers.len()
+        self.control.timers.len()
     }
 
     pub(crate) fn on_control_tick(&mut self, timer: u32) {
-        let Some(&t) = self.control_timers.get(&timer) else {
+        let Some(&t) = self.control.timers.get(&timer) else {
             return;
         };
         if !t.active {
-            self.control_timers.remove(&timer);
+            self.control.timers.remove(&timer);
             return;
         }
-        if self.control_attached {
-            self.control_events
+        if self.control.attached {
+            self.control
+                .events
                 .push((self.now(), ControlEvent::Tick { timer }));
         }
         match t.period {
@@ -275,7 +322,7 @@ impl Engine {
                 EventKind::ControlTick { timer },
             ),
             None => {
-                self.control_timers.remove(&timer);
+                self.control.timers.remove(&timer);
             }
         }
     }
@@ -346,7 +393,7 @@ impl Engine {
         idle_timeout: Option<Time>,
         hard_timeout: Option<Time>,
     ) -> Result<u32, String> {
-        let entry = self.next_entry_id;
+        let entry = self.control.next_entry_id;
         let cmd = Command::AddEntry {
             switch,
             entry,
@@ -357,7 +404,7 @@ impl Engine {
             hard_timeout,
         };
         self.issue(delay, cmd)?;
-        self.next_entry_id += 1;
+        self.control.next_entry_id += 1;
         Ok(entry)
     }
 
@@ -558,7 +605,7 @@ impl Engine {
     }
 
     fn buffer(&self, buffer: u32) -> Result<Buffered, String> {
-        match self.buffers.get(buffer).copied() {
+        match self.control.buffers.get(buffer).copied() {
             Some(b) if !b.claimed => Ok(b),
             Some(_) => Err(format!(
                 "packet-in buffer {buffer} was already released or dropped"
@@ -627,7 +674,7 @@ impl Engine {
         | Command::DropBuffer { buffer }
         | Command::FloodOut { buffer } = cmd
         {
-            if let Some(b) = self.buffers.get_mut(buffer) {
+            if let Some(b) = self.control.buffers.get_mut(buffer) {
                 b.claimed = true;
             }
         }
@@ -635,13 +682,13 @@ impl Engine {
             self.apply(cmd);
             return Ok(());
         }
-        let slot = self.pending_commands.insert(cmd);
+        let slot = self.control.pending.insert(cmd);
         self.events.push(due, EventKind::Command { slot });
         Ok(())
     }
 
     pub(crate) fn on_command_due(&mut self, slot: u32) {
-        let cmd = self.pending_commands.take(slot).expect("a pending command");
+        let cmd = self.control.pending.take(slot).expect("a pending command");
         self.apply(cmd);
     }
 
@@ -712,7 +759,7 @@ impl Engine {
                 meters[meter as usize] = Some(Meter::new(rate, burst));
             }
             Command::PacketOut { buffer, port } => {
-                let Some(b) = self.buffers.take(buffer) else {
+                let Some(b) = self.control.buffers.take(buffer) else {
                     return;
                 };
                 match port {
@@ -724,7 +771,7 @@ impl Engine {
                 }
             }
             Command::FloodOut { buffer } => {
-                let Some(b) = self.buffers.take(buffer) else {
+                let Some(b) = self.control.buffers.take(buffer) else {
                     return;
                 };
                 self.flood(b.node, b.in_port, b.pkt);
@@ -733,7 +780,7 @@ impl Engine {
                 self.nodes[switch as usize].flood_ports = Some(ports);
             }
             Command::DropBuffer { buffer } => {
-                let Some(b) = self.buffers.take(buffer) else {
+                let Some(b) = self.control.buffers.take(buffer) else {
                     return;
                 };
                 self.nodes[b.node as usize].rule_drops += 1;
@@ -855,7 +902,7 @@ impl Engine {
             })
             .sum::<Time>()
             .max(1);
-        let slot = self.draining.insert(crate::engine::Draining {
+        let slot = self.control.draining.insert(Draining {
             flow,
             entries: rest,
             wait,
@@ -865,7 +912,12 @@ impl Engine {
     }
 
     pub(crate) fn on_drain_check(&mut self, slot: u32) {
-        let draining = self.draining.get(slot).expect("a pending drain").clone();
+        let draining = self
+            .control
+            .draining
+            .get(slot)
+            .expect("a pending drain")
+            .clone();
         let held = draining.entries.iter().any(|&(s, e)| {
             self.entry_ports(s, e).into_iter().any(|p| {
                 self.ports[p as usize]
@@ -880,7 +932,7 @@ impl Engine {
                 .push(self.now() + draining.wait, EventKind::DrainCheck { slot });
             return;
         }
-        self.draining.take(slot);
+        self.control.draining.take(slot);
         for (s, e) in draining.entries {
             self.delete_entry(s, e);
         }
@@ -918,7 +970,7 @@ impl Engine {
     }
 
     fn report_removal(&mut self, switch: u32, e: &FlowEntry, reason: RemovalReason) {
-        if self.control_attached {
+        if self.control.attached {
             let event = ControlEvent::EntryRemoved {
                 switch,
                 entry: e.id,
@@ -926,7 +978,7 @@ impl Engine {
                 packets: e.packets,
                 bytes: e.bytes,
             };
-            self.control_events.push((self.now(), event));
+            self.control.events.push((self.now(), event));
         }
     }
 
@@ -963,7 +1015,7 @@ impl Engine {
     /// Holds `pkt` at `switch` and tells the controller; without a controller attached
     /// there is nobody to ask, and the packet is dropped.
     pub(crate) fn packet_in(&mut self, switch: u32, in_port: u16, pkt: PacketId, table_miss: bool) {
-        if !self.control_attached {
+        if !self.control.attached {
             self.nodes[switch as usize].rule_drops += 1;
             self.drop_packet(pkt);
             return;
@@ -974,7 +1026,7 @@ impl Engine {
             in_port,
             claimed: false,
         };
-        let buffer = self.buffers.insert(held);
+        let buffer = self.control.buffers.insert(held);
         let p = self.arena.get(pkt);
         let event = ControlEvent::PacketIn {
             switch,
@@ -986,7 +1038,7 @@ impl Engine {
             size: p.size,
             table_miss,
         };
-        self.control_events.push((self.now(), event));
+        self.control.events.push((self.now(), event));
     }
 
     /// Every entry of every switch: (switch, entry) pairs, for statistics.
@@ -1058,14 +1110,14 @@ impl Engine {
         c.bytes += size;
         c.last_seen = now;
         c.out_port = out_port;
-        if first && self.control_attached {
+        if first && self.control.attached {
             let event = ControlEvent::FlowCrossing {
                 switch,
                 flow,
                 src,
                 in_port,
             };
-            self.control_events.push((now, event));
+            self.control.events.push((now, event));
         }
     }
 
@@ -1077,7 +1129,7 @@ impl Engine {
 
     /// Packets waiting in packet-in buffers.
     pub fn buffered_packets(&self) -> usize {
-        self.buffers.iter().count()
+        self.control.buffers.iter().count()
     }
 }
 

@@ -22,7 +22,6 @@ use crate::queue::{Admitted, PortQueue, QueueConfig, Queued, RankInputs};
 use crate::rng::mix64;
 use crate::rng::{Rng, Stream};
 use crate::routing::{choose, reduce, RouteTable, RoutingPolicy};
-use crate::slab::Slab;
 use crate::telemetry::{PortCounters, Sampler};
 use crate::topology::{NodeKind, Topology};
 use crate::transport::bcn::{
@@ -261,23 +260,6 @@ pub struct NodeState {
     pub(crate) declared_meters: Vec<bool>,
 }
 
-/// A packet held at a switch while the controller decides about it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Buffered {
-    pub pkt: PacketId,
-    pub node: u32,
-    pub in_port: u16,
-    /// A packet-out or drop for it has been issued (and may be in flight).
-    pub claimed: bool,
-}
-
-/// A control-plane timer: fires once, or every `period`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ControlTimer {
-    pub period: Option<Time>,
-    pub active: bool,
-}
-
 /// What one direction of one flow sent through a watched switch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Crossing {
@@ -288,16 +270,6 @@ pub struct Crossing {
     pub bytes: u64,
     pub first_seen: Time,
     pub last_seen: Time,
-}
-
-/// Old entries of a migrated flow waiting for the packets already on the old path to
-/// leave it before they are removed.
-#[derive(Clone, Debug)]
-pub(crate) struct Draining {
-    pub flow: u32,
-    pub entries: Vec<(u32, u32)>,
-    /// How long one wait lasts: the old path's worst-case transit (see control.rs).
-    pub wait: Time,
 }
 
 /// Parameters of a UDP flow (crosses into the engine as one value).
@@ -342,18 +314,8 @@ pub struct Engine {
     /// Packets a host holds because its NIC queue was full, by NIC port, in the order
     /// they were sent (see `hold_at_nic`).
     nic_backlog: std::collections::BTreeMap<PortId, std::collections::VecDeque<PacketId>>,
-    // ---- the control plane's state (see control.rs) ----
-    /// Events waiting for the control plane; recorded only while `control_attached`.
-    pub(crate) control_events: Vec<(Time, ControlEvent)>,
-    pub(crate) control_attached: bool,
-    pub(crate) buffers: Slab<Buffered>,
-    pub(crate) pending_commands: Slab<crate::control::Command>,
-    /// Live timers by id; ids are never reused, and a timer leaves the map once it can
-    /// fire no more, so long runs with many one-shot timers stay flat.
-    pub(crate) control_timers: crate::flowtable::KeyMap<u32, ControlTimer>,
-    pub(crate) next_timer_id: u32,
-    pub(crate) draining: Slab<Draining>,
-    pub(crate) next_entry_id: u32,
+    /// The control plane's state (see control.rs).
+    pub(crate) control: crate::control::ControlState,
     unfinished_flows: usize,
     /// Flows a workload will add later (incast rounds), counted as unfinished already.
     reserved_flows: usize,
@@ -477,14 +439,7 @@ impl Engine {
             outbox: Outbox::default(),
             scratch: Vec::new(),
             nic_backlog: Default::default(),
-            control_events: Vec::new(),
-            control_attached: false,
-            buffers: Slab::default(),
-            pending_commands: Slab::default(),
-            control_timers: Default::default(),
-            next_timer_id: 0,
-            draining: Slab::default(),
-            next_entry_id: 0,
+            control: Default::default(),
             unfinished_flows: 0,
             reserved_flows: 0,
             rounds: Default::default(),
@@ -894,8 +849,9 @@ impl Engine {
             EventKind::Arrive { pkt, port } => self.on_arrive(pkt, port),
             EventKind::PortFree { port } => self.on_port_free(port),
             EventKind::FlowStart { flow } => {
-                if self.control_attached {
-                    self.control_events
+                if self.control.attached {
+                    self.control
+                        .events
                         .push((self.now, ControlEvent::FlowArrival { flow }));
                 }
                 self.on_flow_timer(flow, 0);
@@ -958,8 +914,9 @@ impl Engine {
     fn count_finished(&mut self, flow: u32, finished: bool) {
         if finished {
             self.unfinished_flows -= 1;
-            if self.control_attached {
-                self.control_events
+            if self.control.attached {
+                self.control
+                    .events
                     .push((self.now, ControlEvent::FlowFinished { flow }));
             }
             self.on_round_flow_finished(flow);
@@ -1892,7 +1849,7 @@ impl Engine {
                 total.bytes += self.arena.get(pkt).size as u64;
             }
         }
-        for b in self.buffers.iter() {
+        for b in self.control.buffers.iter() {
             total.packets += 1;
             total.bytes += self.arena.get(b.pkt).size as u64;
         }
