@@ -380,8 +380,24 @@ impl Engine {
         Ok(())
     }
 
-    /// Installs an entry on `switch` after `delay`; returns its id (valid at once, for
-    /// deleting it later).
+    /// Issues `cmd` to take effect after `delay`. An `AddEntry` is given the next entry
+    /// id (whatever it carried), which is returned: valid at once, for deleting it later.
+    pub fn command(&mut self, delay: Time, mut cmd: Command) -> Result<Option<u32>, String> {
+        let id = match &mut cmd {
+            Command::AddEntry { entry, .. } => {
+                *entry = self.control.next_entry_id;
+                Some(*entry)
+            }
+            _ => None,
+        };
+        self.issue(delay, cmd)?;
+        if id.is_some() {
+            self.control.next_entry_id += 1;
+        }
+        Ok(id)
+    }
+
+    /// Installs an entry on `switch` after `delay`; returns its id.
     #[allow(clippy::too_many_arguments)]
     pub fn add_entry(
         &mut self,
@@ -393,19 +409,16 @@ impl Engine {
         idle_timeout: Option<Time>,
         hard_timeout: Option<Time>,
     ) -> Result<u32, String> {
-        let entry = self.control.next_entry_id;
         let cmd = Command::AddEntry {
             switch,
-            entry,
+            entry: 0,
             priority,
             matcher,
             action,
             idle_timeout,
             hard_timeout,
         };
-        self.issue(delay, cmd)?;
-        self.control.next_entry_id += 1;
-        Ok(entry)
+        Ok(self.command(delay, cmd)?.expect("an entry is numbered"))
     }
 
     /// Checks a command against the network now, so a bad one fails when issued, with

@@ -4,7 +4,7 @@
 
 use crate::wire::from_py;
 use crate::{column, dict_of, value_error, Engine};
-use isthmus_core::control::{Command, ControlEvent};
+use isthmus_core::control::ControlEvent;
 use isthmus_core::flowtable::Miss;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -272,34 +272,9 @@ impl Engine {
     /// Carries out `command` (a `Command` as a dict tagged by kind, see `wire`) after
     /// `delay`; an "add_entry" answers with the id the engine gave the entry.
     fn command(&mut self, delay: u64, command: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
-        match from_py::<Command>("command", command)? {
-            Command::AddEntry {
-                switch,
-                priority,
-                matcher,
-                action,
-                idle_timeout,
-                hard_timeout,
-                ..
-            } => self
-                .inner
-                .add_entry(
-                    delay,
-                    switch,
-                    priority,
-                    matcher,
-                    action,
-                    idle_timeout,
-                    hard_timeout,
-                )
-                .map(Some)
-                .map_err(value_error),
-            other => self
-                .inner
-                .issue(delay, other)
-                .map(|()| None)
-                .map_err(value_error),
-        }
+        self.inner
+            .command(delay, from_py("command", command)?)
+            .map_err(value_error)
     }
 
     /// Every installed entry (with `switch`, that switch's only): switch, entry,
