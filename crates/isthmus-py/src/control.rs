@@ -17,23 +17,49 @@ pub const FLOW_FINISHED: u8 = 3;
 pub const ENTRY_REMOVED: u8 = 4;
 pub const FLOW_CROSSING: u8 = 5;
 
-#[derive(Default)]
-struct EventColumns {
-    kind: Vec<u8>,
-    time: Vec<u64>,
-    timer: Vec<u32>,
-    switch: Vec<u32>,
-    in_port: Vec<u16>,
-    buffer: Vec<u32>,
-    flow: Vec<u32>,
-    src: Vec<u32>,
-    dst: Vec<u32>,
-    size: Vec<u32>,
-    table_miss: Vec<bool>,
-    entry: Vec<u32>,
-    reason: Vec<u8>,
-    packets: Vec<u64>,
-    bytes: Vec<u64>,
+/// The control-event batch's columns, each declared once: the row of one event, the
+/// column vectors, pushing a row and handing the columns to Python follow from it.
+macro_rules! event_columns {
+    ($($field:ident: $ty:ty => $column:literal),* $(,)?) => {
+        /// One event as a row of every column (fields that do not apply stay 0).
+        #[derive(Default)]
+        struct Row {
+            $($field: $ty),*
+        }
+
+        #[derive(Default)]
+        struct EventColumns {
+            $($field: Vec<$ty>),*
+        }
+
+        impl EventColumns {
+            fn push_row(&mut self, row: Row) {
+                $(self.$field.push(row.$field);)*
+            }
+
+            fn into_dict(self, py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+                dict_of(py, vec![$(($column, column(py, self.$field))),*])
+            }
+        }
+    };
+}
+
+event_columns! {
+    kind: u8 => "kind",
+    time: u64 => "time_ps",
+    timer: u32 => "timer",
+    switch: u32 => "switch",
+    in_port: u16 => "in_port",
+    buffer: u32 => "buffer",
+    flow: u32 => "flow",
+    src: u32 => "src",
+    dst: u32 => "dst",
+    size: u32 => "size",
+    table_miss: bool => "table_miss",
+    entry: u32 => "entry",
+    reason: u8 => "reason",
+    packets: u64 => "packets",
+    bytes: u64 => "bytes",
 }
 
 impl EventColumns {
@@ -117,41 +143,8 @@ impl EventColumns {
                 };
             }
         }
-        self.kind.push(row.kind);
-        self.time.push(row.time);
-        self.timer.push(row.timer);
-        self.switch.push(row.switch);
-        self.in_port.push(row.in_port);
-        self.buffer.push(row.buffer);
-        self.flow.push(row.flow);
-        self.src.push(row.src);
-        self.dst.push(row.dst);
-        self.size.push(row.size);
-        self.table_miss.push(row.table_miss);
-        self.entry.push(row.entry);
-        self.reason.push(row.reason);
-        self.packets.push(row.packets);
-        self.bytes.push(row.bytes);
+        self.push_row(row);
     }
-}
-
-#[derive(Default)]
-struct Row {
-    kind: u8,
-    time: u64,
-    timer: u32,
-    switch: u32,
-    in_port: u16,
-    buffer: u32,
-    flow: u32,
-    src: u32,
-    dst: u32,
-    size: u32,
-    table_miss: bool,
-    entry: u32,
-    reason: u8,
-    packets: u64,
-    bytes: u64,
 }
 
 #[pymethods]
@@ -186,26 +179,7 @@ impl Engine {
                 }
             }
         }
-        dict_of(
-            py,
-            vec![
-                ("kind", column(py, c.kind)),
-                ("time_ps", column(py, c.time)),
-                ("timer", column(py, c.timer)),
-                ("switch", column(py, c.switch)),
-                ("in_port", column(py, c.in_port)),
-                ("buffer", column(py, c.buffer)),
-                ("flow", column(py, c.flow)),
-                ("src", column(py, c.src)),
-                ("dst", column(py, c.dst)),
-                ("size", column(py, c.size)),
-                ("table_miss", column(py, c.table_miss)),
-                ("entry", column(py, c.entry)),
-                ("reason", column(py, c.reason)),
-                ("packets", column(py, c.packets)),
-                ("bytes", column(py, c.bytes)),
-            ],
-        )
+        c.into_dict(py)
     }
 
     #[pyo3(signature = (first, period=None))]
