@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
 import pytest
 
 from isthmus import Simulation, Topology, _core, defaults
@@ -98,3 +99,18 @@ def test_limits_come_back_as_tuples_and_nothing_else_does():
         "quanta": [1500, 3000],
         "rank": ["packets", "x"],
     }
+
+
+def test_tcp_settings_are_the_engines_and_cross_whole():
+    from isthmus.transport import TcpParams
+
+    engine = deserialised(_core.tcp_defaults())
+    core = TcpParams().as_core()
+    # Every setting Python sends is one the engine declares, with the engine's default.
+    assert set(core) == set(engine)
+    assert core == engine
+    sim = Simulation(Topology.leaf_spine(1, 2, 2))
+    flows = [np.array([0], dtype=dtype) for dtype in (np.uint32, np.uint32, np.uint64, np.uint64)]
+    flows[1][0] = 3
+    with pytest.raises(ValueError, match="tcp: unknown field `mms`"):
+        sim._engine.add_tcp_flows(*flows, {"mms": 1460}, "tcp", 1)

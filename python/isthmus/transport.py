@@ -10,13 +10,14 @@ from pydantic import Field
 
 from isthmus import _core, units
 from isthmus.fields import PositiveInt, Size, Strict, Time
+from isthmus.wire import deserialised
 
 TRANSPORTS = ("tcp", "dctcp", "cubic", "mptcp")
 TransportName = Literal["tcp", "dctcp", "cubic", "mptcp"]
 FlowTransportName = Literal["tcp", "dctcp", "cubic", "mptcp", "dcqcn"]
 """Transports a generated flow may use: the TCP family, or DCQCN for RDMA-like traffic."""
 
-_ENGINE = _core.tcp_defaults()
+_ENGINE = deserialised(_core.tcp_defaults())
 
 
 def _ps(key: str) -> str:
@@ -43,28 +44,29 @@ class TcpParams(Strict):
         8, description="subflows per MPTCP connection (8 fill a k=4 fat-tree, Raiciu 2011)"
     )
     small_queue_time: Time | None = Field(
-        None,
+        _ENGINE["small_queue_time"],
         description="small-queue backpressure: a sender keeps at most this long at its "
         "pacing rate (and at least two packets) waiting at its NIC; None or 0s: off",
     )
 
     ect_control: bool = Field(
-        False,
+        _ENGINE["ect_control"],
         description="DCTCP marks its SYN, SYN-ACK and pure ACKs ECN-capable (RFC 8257 3.4)",
     )
 
     sack: bool = Field(
-        False, description="selective acknowledgements and SACK-based recovery (RFC 6675)"
+        _ENGINE["sack"], description="selective acknowledgements and SACK-based recovery (RFC 6675)"
     )
     cwnd_validation: bool = Field(
-        False,
+        _ENGINE["cwnd_validation"],
         description="grow cwnd only while it limits the sender (RFC 7661, as Linux does)",
     )
     timestamps: bool = Field(
-        False, description="the timestamps option (RFC 7323): 12 more header bytes a segment"
+        _ENGINE["timestamps"],
+        description="the timestamps option (RFC 7323): 12 more header bytes a segment",
     )
     slow_start_after_idle: bool = Field(
-        False,
+        _ENGINE["slow_start_after_idle"],
         description="a sender idle longer than its RTO restarts from at most its initial "
         "window when it writes again (RFC 5681 4.1, Linux's tcp_slow_start_after_idle)",
     )

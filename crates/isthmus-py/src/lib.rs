@@ -7,11 +7,12 @@ use isthmus_core::rounds::{IncastRounds, RoundTransport};
 use isthmus_core::topology::builders;
 use isthmus_core::transport::bcn::BcnSourceConfig;
 use isthmus_core::transport::dcqcn::DcqcnConfig;
+use isthmus_core::transport::tcp::TcpSettings;
 use isthmus_core::units::{self, Limit};
 use isthmus_core::workload::{
     ArrivalProcess, FlowWorkload, LogNormal, Pattern, SizeCdf, PATTERN_STREAM,
 };
-use isthmus_core::{Dctcp, EngineConfig, LinkSpec, NodeKind, TcpConfig, Time, UdpFlowSpec};
+use isthmus_core::{EngineConfig, LinkSpec, NodeKind, Time, UdpFlowSpec};
 use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -100,74 +101,16 @@ fn max_concurrent_flow<'py>(
     Ok((column(py, out.path_flow), out.phases))
 }
 
-/// TCP parameters as Python passes them: every field, in base units (bytes, ps).
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct TcpArgs {
-    mss: u32,
-    initial_cwnd: u32,
-    min_rto: u64,
-    max_rto: u64,
-    initial_rto: u64,
-    rwnd: u64,
-    ack_every: u32,
-    delayed_ack_timeout: u64,
-    dctcp_g: f64,
-    dctcp_initial_alpha: f64,
-    small_queue_time: Option<u64>,
-    ect_control: bool,
-    timestamps: bool,
-    sack: bool,
-    cwnd_validation: bool,
-    slow_start_after_idle: bool,
-}
-
-impl TcpArgs {
-    /// The configuration of a `transport` flow: tcp (NewReno), dctcp or cubic.
-    fn config(&self, transport: &str) -> TcpConfig {
-        let dctcp = transport == "dctcp";
-        TcpConfig {
-            mss: self.mss,
-            initial_cwnd: self.initial_cwnd,
-            min_rto: self.min_rto,
-            max_rto: self.max_rto,
-            initial_rto: self.initial_rto,
-            rwnd: self.rwnd,
-            ack_every: self.ack_every,
-            delayed_ack_timeout: self.delayed_ack_timeout,
-            dctcp: dctcp.then_some(Dctcp {
-                g: self.dctcp_g,
-                initial_alpha: self.dctcp_initial_alpha,
-            }),
-            cubic: (transport == "cubic").then(isthmus_core::transport::cubic::Cubic::default),
-            ect_control: self.ect_control,
-            timestamps: self.timestamps,
-            sack: self.sack,
-            cwnd_validation: self.cwnd_validation,
-            slow_start_after_idle: self.slow_start_after_idle,
-            isn: None,
-            small_queue_time: self.small_queue_time,
-        }
-    }
-}
-
-/// The engine's TCP defaults, in base units: the single source of them.
+/// The engine's TCP settings with their defaults, serialised (`TcpSettings`): the single
+/// source of them.
 #[pyfunction]
-fn tcp_defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-    let c = TcpConfig::default();
-    let d = Dctcp::default();
-    let out = PyDict::new(py);
-    out.set_item("mss", c.mss)?;
-    out.set_item("initial_cwnd", c.initial_cwnd)?;
-    out.set_item("min_rto", c.min_rto)?;
-    out.set_item("max_rto", c.max_rto)?;
-    out.set_item("initial_rto", c.initial_rto)?;
-    out.set_item("rwnd", c.rwnd)?;
-    out.set_item("ack_every", c.ack_every)?;
-    out.set_item("delayed_ack_timeout", c.delayed_ack_timeout)?;
-    out.set_item("dctcp_g", d.g)?;
-    out.set_item("dctcp_initial_alpha", d.initial_alpha)?;
-    Ok(out)
+fn tcp_defaults() -> PyResult<String> {
+    wire::to_json(&TcpSettings::default())
+}
+
+/// TCP settings as Python passes them (a `TcpSettings` dict, see `wire`).
+fn tcp_settings(tcp: &Bound<'_, PyAny>) -> PyResult<TcpSettings> {
+    wire::from_py("tcp", tcp)
 }
 
 /// The engine's defaults, serialised: its network-wide configuration (`engine`), the
@@ -679,7 +622,7 @@ impl Engine {
         dst: PyReadonlyArray1<'_, u32>,
         size: PyReadonlyArray1<'_, u64>,
         start: PyReadonlyArray1<'_, u64>,
-        tcp: TcpArgs,
+        tcp: &Bound<'_, PyAny>,
         transport: &str,
         subflows: u8,
     ) -> PyResult<u32> {
@@ -689,7 +632,7 @@ impl Engine {
             size,
             start,
         };
-        let config = tcp.config(transport);
+        let config = tcp_settings(tcp)?.config(transport);
         match transport {
             "tcp" | "dctcp" | "cubic" => {
                 self.add_each(flows, |e, s, d, n, t| e.add_tcp_flow(s, d, n, t, &config))
@@ -713,7 +656,7 @@ impl Engine {
         start: u64,
         duration: u64,
         write_size: u64,
-        tcp: TcpArgs,
+        tcp: &Bound<'_, PyAny>,
         transport: &str,
     ) -> PyResult<u32> {
         self.inner
@@ -723,7 +666,7 @@ impl Engine {
                 start,
                 duration,
                 write_size,
-                &tcp.config(transport),
+                &tcp_settings(tcp)?.config(transport),
             )
             .map_err(value_error)
     }
@@ -740,11 +683,19 @@ impl Engine {
         thinks: Vec<u64>,
         start: u64,
         stop: u64,
-        tcp: TcpArgs,
+        tcp: &Bound<'_, PyAny>,
         transport: &str,
     ) -> PyResult<u32> {
         self.inner
-            .add_message_flow(src, dst, sizes, thinks, start, stop, &tcp.config(transport))
+            .add_message_flow(
+                src,
+                dst,
+                sizes,
+                thinks,
+                start,
+                stop,
+                &tcp_settings(tcp)?.config(transport),
+            )
             .map_err(value_error)
     }
 
@@ -833,11 +784,11 @@ impl Engine {
         gap: u64,
         start: u64,
         transport: &str,
-        tcp: TcpArgs,
+        tcp: &Bound<'_, PyAny>,
         line_rate: u64,
     ) -> PyResult<u32> {
         let transport = match transport {
-            "tcp" | "dctcp" | "cubic" => RoundTransport::Tcp(tcp.config(transport)),
+            "tcp" | "dctcp" | "cubic" => RoundTransport::Tcp(tcp_settings(tcp)?.config(transport)),
             "dcqcn" => RoundTransport::Dcqcn(isthmus_core::transport::dcqcn::DcqcnConfig::paper(
                 line_rate,
             )),
