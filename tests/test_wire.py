@@ -112,5 +112,28 @@ def test_tcp_settings_are_the_engines_and_cross_whole():
     sim = Simulation(Topology.leaf_spine(1, 2, 2))
     flows = [np.array([0], dtype=dtype) for dtype in (np.uint32, np.uint32, np.uint64, np.uint64)]
     flows[1][0] = 3
-    with pytest.raises(ValueError, match="tcp: unknown field `mms`"):
+    with pytest.raises(ValueError, match="tcp: mms: unknown field `mms`"):
         sim._engine.add_tcp_flows(*flows, {"mms": 1460}, "tcp", 1)
+
+
+def test_a_bad_value_is_named_and_numpy_scalars_cross():
+    sim = Simulation(Topology.leaf_spine(1, 2, 2))
+    leaf = sim.node_index("leaf0")
+    ramp = {"kind": "ramp", "kmin": ("packets", 1), "kmax": ("packets", 9), "pmax": 1.0}
+    with pytest.raises(ValueError, match="command: invalid type: integer `9`, expected a tuple"):
+        sim._engine.command(0, {"kind": "set_aqm", "switch": leaf, "aqm": {**ramp, "kmax": 9}})
+    with pytest.raises(ValueError, match="command: unknown field `kmid`"):
+        sim._engine.command(0, {"kind": "set_aqm", "switch": leaf, "aqm": {**ramp, "kmid": 5}})
+    # Outside a kind-tagged value the message gives the path to the field.
+    bad_pfc = {"pfc": {"xoff": "30KB", "xon": 1, "lossless": 1, "free_fraction": None}}
+    with pytest.raises(
+        ValueError, match='engine configuration: pfc.xoff: invalid type: string "30KB"'
+    ):
+        _core.Engine(Topology.leaf_spine(1, 2, 2)._core, 1, bad_pfc)
+    # NumPy's integers, floats and bools are numbers and flags like Python's own.
+    numpy_ramp = {**ramp, "kmin": ("packets", np.int64(1)), "pmax": np.float32(0.5)}
+    command = {"kind": "set_aqm", "switch": np.uint32(leaf), "port": np.int16(0), "aqm": numpy_ramp}
+    assert sim._engine.command(0, command) is None
+    sim._engine.command(0, {"kind": "set_link", "link": np.int64(0), "up": np.bool_(True)})
+    sim.run("1us")
+    assert sim.port_queue_config("leaf0", 0)["aqm"] == {**ramp, "pmax": 0.5}

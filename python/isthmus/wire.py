@@ -2,8 +2,9 @@
 engine's own type (`EngineConfig`, `QueueConfig`, `AqmConfig`, `Command`), built here as
 plain dicts, lists, numbers and strings in base units (ps, bytes, bit/s; limits as
 ("packets", n); a kind's tag under "kind"), which the engine reads with serde, filling
-in its declared defaults and refusing an unknown field or kind by name. Nothing crosses
-field by field. What the engine hands back comes serialised (JSON)."""
+in its declared defaults and refusing an unknown field (a scheduler's aside) or kind by
+name. Nothing crosses field by field. What the engine hands back comes serialised
+(JSON)."""
 
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ pub enum ControlEvent {
 pub enum Command {
     AddEntry {
         switch: u32,
-        /// The engine numbers entries (`Engine::add_entry`); a sender cannot choose.
+        /// The engine numbers entries (`Engine::command`); a sender cannot choose.
         #[serde(skip_deserializing)]
         entry: u32,
         priority: u16,

@@ -9,13 +9,22 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
-/// `value` read as a `T`; `what` names it in the error ("command: unknown field ...").
+/// `value` read as a `T`; the error names `what` and, where serde can follow it (not
+/// inside a kind-tagged value), the path to the bad field ("engine configuration:
+/// pfc.xoff: invalid type ...").
 pub(crate) fn from_py<T: serde::de::DeserializeOwned>(
     what: &str,
     value: &Bound<'_, PyAny>,
 ) -> PyResult<T> {
     let tree = plain(value).map_err(|e| value_error(format!("{what}: {e}")))?;
-    serde_json::from_value(tree).map_err(|e| value_error(format!("{what}: {e}")))
+    serde_path_to_error::deserialize(tree).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            value_error(format!("{what}: {}", e.inner()))
+        } else {
+            value_error(format!("{what}: {path}: {}", e.inner()))
+        }
+    })
 }
 
 /// The serialised (JSON) form of a value going back to Python.
@@ -70,6 +79,14 @@ fn plain(value: &Bound<'_, PyAny>) -> Result<Value, String> {
             map.insert(key, plain(&item)?);
         }
         Ok(Value::Object(map))
+    } else if let Ok(flag) = value.extract::<bool>() {
+        // NumPy's bool (PyO3 reads it as a bool; it is not Python's).
+        Ok(Value::Bool(flag))
+    } else if value.hasattr("__index__").unwrap_or(false) {
+        // NumPy's integer scalars, and anything else that is an integer.
+        plain(&value.call_method0("__index__").map_err(|e| e.to_string())?)
+    } else if value.hasattr("__float__").unwrap_or(false) {
+        plain(&value.call_method0("__float__").map_err(|e| e.to_string())?)
     } else {
         Err(format!(
             "{} is a {}, not a number, string, list, dict or None",

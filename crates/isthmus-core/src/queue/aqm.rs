@@ -21,7 +21,7 @@ use crate::units::{Limit, Time, MS};
 /// Parameters of an AQM, one instance of which runs per queue (serialised tagged by
 /// `kind`: "drop_tail", "red", "ramp", "codel", "pie"; times in ps).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AqmConfig {
     DropTail,
     Red {

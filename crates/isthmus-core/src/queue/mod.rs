@@ -51,6 +51,9 @@ pub enum Rank {
     Deadline { budgets: Vec<Time> },
 }
 
+/// Serialised tagged by `kind`. Unlike the other configurations it cannot refuse an
+/// unknown field (serde does not combine that with PIFO's flattened rank); Python's
+/// scheduler models refuse one before it gets here.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SchedulerConfig {
@@ -77,6 +80,7 @@ pub enum SchedulerConfig {
 /// Crosses into the engine as one serialised value (`class_aqm` and `device_queue` may
 /// be left out: none, 0).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct QueueConfig {
     pub limit: Limit,
     pub scheduler: SchedulerConfig,
@@ -1187,6 +1191,11 @@ mod tests {
         for bad in [
             r#"{"limit": ["frames", 1], "scheduler": {"kind": "fifo"}, "aqm": {"kind": "drop_tail"}}"#,
             r#"{"limit": ["packets", 1], "scheduler": {"kind": "lifo"}, "aqm": {"kind": "drop_tail"}}"#,
+            // A misspelt field is refused, not read as its default.
+            r#"{"limit": ["packets", 1], "scheduler": {"kind": "fifo"}, "aqm": {"kind": "drop_tail"},
+                "device_queues": 3}"#,
+            r#"{"limit": ["packets", 1], "scheduler": {"kind": "fifo"}, "aqm": {"kind": "ramp",
+                "kmin": ["packets", 1], "kmax": ["packets", 2], "pmax": 1.0, "kmid": 3}}"#,
         ] {
             assert!(serde_json::from_str::<QueueConfig>(bad).is_err(), "{bad}");
         }

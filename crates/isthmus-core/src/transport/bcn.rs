@@ -155,7 +155,8 @@ impl BcnPoint {
 }
 
 /// A BCN reaction point's settings (rates in bit/s, pauses in ps); crosses into the
-/// engine as one value, starting from `ibcn`'s (the engine's defaults).
+/// engine as one value with every field (Python starts from `ibcn`'s, which
+/// `engine_defaults` publishes).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BcnSourceConfig {

@@ -60,7 +60,8 @@ pub const CNP: u8 = 3;
 const DATA_ACK_REQUEST: u8 = 4;
 
 /// A DCQCN sender's settings (rates in bit/s, times in ps); crosses into the engine as
-/// one value, starting from `paper`'s (the engine's defaults).
+/// one value with every field (Python starts from `paper`'s, which `engine_defaults`
+/// publishes).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DcqcnConfig {
