@@ -37,9 +37,9 @@ class TcpParams(Strict):
     ack_every: PositiveInt = Field(_ENGINE["ack_every"], description="delayed-ACK count")
     delayed_ack_timeout: Time = Field(_ps("delayed_ack_timeout"))
     dctcp_g: Annotated[float, Field(gt=0, le=1)] = Field(
-        _ENGINE["dctcp_g"], description="DCTCP's EWMA gain for alpha"
+        _ENGINE["dctcp"]["g"], description="DCTCP's EWMA gain for alpha"
     )
-    dctcp_initial_alpha: Annotated[float, Field(ge=0, le=1)] = _ENGINE["dctcp_initial_alpha"]
+    dctcp_initial_alpha: Annotated[float, Field(ge=0, le=1)] = _ENGINE["dctcp"]["initial_alpha"]
     mptcp_subflows: Annotated[int, Field(ge=1, le=16)] = Field(
         8, description="subflows per MPTCP connection (8 fill a k=4 fat-tree, Raiciu 2011)"
     )
@@ -92,8 +92,7 @@ class TcpParams(Strict):
             "rwnd": units.size_bytes(self.rwnd),
             "ack_every": self.ack_every,
             "delayed_ack_timeout": units.time_ps(self.delayed_ack_timeout),
-            "dctcp_g": self.dctcp_g,
-            "dctcp_initial_alpha": self.dctcp_initial_alpha,
+            "dctcp": {"g": self.dctcp_g, "initial_alpha": self.dctcp_initial_alpha},
             # "0s" turns it off too (a scenario file cannot write None).
             "small_queue_time": units.time_ps(self.small_queue_time) or None
             if self.small_queue_time is not None

@@ -7,12 +7,11 @@ use isthmus_core::rounds::{IncastRounds, RoundTransport};
 use isthmus_core::topology::builders;
 use isthmus_core::transport::bcn::BcnSourceConfig;
 use isthmus_core::transport::dcqcn::DcqcnConfig;
-use isthmus_core::transport::tcp::TcpSettings;
 use isthmus_core::units::{self, Limit};
 use isthmus_core::workload::{
     ArrivalProcess, FlowWorkload, LogNormal, Pattern, SizeCdf, PATTERN_STREAM,
 };
-use isthmus_core::{EngineConfig, LinkSpec, NodeKind, Time, UdpFlowSpec};
+use isthmus_core::{Dctcp, EngineConfig, LinkSpec, NodeKind, TcpConfig, Time, UdpFlowSpec};
 use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -101,16 +100,20 @@ fn max_concurrent_flow<'py>(
     Ok((column(py, out.path_flow), out.phases))
 }
 
-/// The engine's TCP settings with their defaults, serialised (`TcpSettings`): the single
-/// source of them.
+/// The engine's TCP settings with their defaults, serialised (`TcpConfig`, DCTCP's
+/// parameters included): the single source of them.
 #[pyfunction]
 fn tcp_defaults() -> PyResult<String> {
-    wire::to_json(&TcpSettings::default())
+    wire::to_json(&TcpConfig {
+        dctcp: Some(Dctcp::default()),
+        ..TcpConfig::default()
+    })
 }
 
-/// TCP settings as Python passes them (a `TcpSettings` dict, see `wire`).
-fn tcp_settings(tcp: &Bound<'_, PyAny>) -> PyResult<TcpSettings> {
-    wire::from_py("tcp", tcp)
+/// The TCP configuration of a `transport` flow from the settings Python passes (a
+/// `TcpConfig` dict, see `wire`).
+fn tcp_config(tcp: &Bound<'_, PyAny>, transport: &str) -> PyResult<TcpConfig> {
+    Ok(wire::from_py::<TcpConfig>("tcp", tcp)?.for_transport(transport))
 }
 
 /// The engine's defaults, serialised: its network-wide configuration (`engine`), the
@@ -632,7 +635,7 @@ impl Engine {
             size,
             start,
         };
-        let config = tcp_settings(tcp)?.config(transport);
+        let config = tcp_config(tcp, transport)?;
         match transport {
             "tcp" | "dctcp" | "cubic" => {
                 self.add_each(flows, |e, s, d, n, t| e.add_tcp_flow(s, d, n, t, &config))
@@ -666,7 +669,7 @@ impl Engine {
                 start,
                 duration,
                 write_size,
-                &tcp_settings(tcp)?.config(transport),
+                &tcp_config(tcp, transport)?,
             )
             .map_err(value_error)
     }
@@ -694,7 +697,7 @@ impl Engine {
                 thinks,
                 start,
                 stop,
-                &tcp_settings(tcp)?.config(transport),
+                &tcp_config(tcp, transport)?,
             )
             .map_err(value_error)
     }
@@ -788,7 +791,7 @@ impl Engine {
         line_rate: u64,
     ) -> PyResult<u32> {
         let transport = match transport {
-            "tcp" | "dctcp" | "cubic" => RoundTransport::Tcp(tcp_settings(tcp)?.config(transport)),
+            "tcp" | "dctcp" | "cubic" => RoundTransport::Tcp(tcp_config(tcp, transport)?),
             "dcqcn" => RoundTransport::Dcqcn(isthmus_core::transport::dcqcn::DcqcnConfig::paper(
                 line_rate,
             )),

@@ -52,7 +52,8 @@ const NIC_TIMER: u32 = super::NIC_DRAINED_TOKEN;
 const NIC_REFUSED: u32 = super::NIC_REFUSED_TOKEN;
 
 /// DCTCP parameters.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Dctcp {
     /// EWMA gain for α.
     pub g: f64,
@@ -70,7 +71,10 @@ impl Default for Dctcp {
 }
 
 /// TCP parameters; the defaults are the reference benchmark's (ARCHITECTURE.md §6).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Crosses into the engine as one value, a field left out taking its default; the
+/// congestion control comes from the flow's transport (`for_transport`), not from it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TcpConfig {
     /// Payload bytes per full segment.
     pub mss: u32,
@@ -109,8 +113,10 @@ pub struct TcpConfig {
     /// (RTT is measured on every ACK either way: the engine stamps segments itself.)
     pub timestamps: bool,
     /// CUBIC congestion avoidance (RFC 9438) instead of NewReno's.
+    #[serde(skip)]
     pub cubic: Option<super::cubic::Cubic>,
     /// Initial sequence number; None draws one from the flow's random stream.
+    #[serde(skip)]
     pub isn: Option<u32>,
     /// Small-queue backpressure (Linux's TCP Small Queues): the sender hands its NIC
     /// no more while this many bytes of it wait there: the larger of two full packets
@@ -150,81 +156,14 @@ impl Default for TcpConfig {
     }
 }
 
-/// TCP's settings as a scenario or a `Simulation` gives them, for flows of any TCP
-/// transport (the flow's transport picks NewReno, DCTCP or CUBIC): one value crossing
-/// into the engine, a field left out taking `TcpConfig`'s and `Dctcp`'s defaults.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TcpSettings {
-    pub mss: u32,
-    pub initial_cwnd: u32,
-    pub min_rto: Time,
-    pub max_rto: Time,
-    pub initial_rto: Time,
-    pub rwnd: u64,
-    pub ack_every: u32,
-    pub delayed_ack_timeout: Time,
-    pub dctcp_g: f64,
-    pub dctcp_initial_alpha: f64,
-    pub small_queue_time: Option<Time>,
-    pub ect_control: bool,
-    pub timestamps: bool,
-    pub sack: bool,
-    pub cwnd_validation: bool,
-    pub slow_start_after_idle: bool,
-}
-
-impl Default for TcpSettings {
-    fn default() -> Self {
-        let c = TcpConfig::default();
-        let d = Dctcp::default();
-        TcpSettings {
-            mss: c.mss,
-            initial_cwnd: c.initial_cwnd,
-            min_rto: c.min_rto,
-            max_rto: c.max_rto,
-            initial_rto: c.initial_rto,
-            rwnd: c.rwnd,
-            ack_every: c.ack_every,
-            delayed_ack_timeout: c.delayed_ack_timeout,
-            dctcp_g: d.g,
-            dctcp_initial_alpha: d.initial_alpha,
-            small_queue_time: c.small_queue_time,
-            ect_control: c.ect_control,
-            timestamps: c.timestamps,
-            sack: c.sack,
-            cwnd_validation: c.cwnd_validation,
-            slow_start_after_idle: c.slow_start_after_idle,
-        }
-    }
-}
-
-impl TcpSettings {
-    /// The configuration of a flow whose transport is `transport`: "dctcp" adds DCTCP's
-    /// marking response, "cubic" CUBIC's window growth, anything else is NewReno.
-    pub fn config(&self, transport: &str) -> TcpConfig {
-        TcpConfig {
-            mss: self.mss,
-            initial_cwnd: self.initial_cwnd,
-            min_rto: self.min_rto,
-            max_rto: self.max_rto,
-            initial_rto: self.initial_rto,
-            rwnd: self.rwnd,
-            ack_every: self.ack_every,
-            delayed_ack_timeout: self.delayed_ack_timeout,
-            dctcp: (transport == "dctcp").then_some(Dctcp {
-                g: self.dctcp_g,
-                initial_alpha: self.dctcp_initial_alpha,
-            }),
-            cubic: (transport == "cubic").then(super::cubic::Cubic::default),
-            ect_control: self.ect_control,
-            timestamps: self.timestamps,
-            sack: self.sack,
-            cwnd_validation: self.cwnd_validation,
-            slow_start_after_idle: self.slow_start_after_idle,
-            isn: None,
-            small_queue_time: self.small_queue_time,
-        }
+impl TcpConfig {
+    /// These settings for a flow whose transport is `transport`: "dctcp" keeps DCTCP's
+    /// marking response (its parameters, or the defaults), "cubic" adds CUBIC's window
+    /// growth, anything else is NewReno.
+    pub fn for_transport(mut self, transport: &str) -> TcpConfig {
+        self.dctcp = (transport == "dctcp").then(|| self.dctcp.unwrap_or_default());
+        self.cubic = (transport == "cubic").then(super::cubic::Cubic::default);
+        self
     }
 }
 
