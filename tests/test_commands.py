@@ -16,6 +16,7 @@ from isthmus.control.commands import (
     SetAqm,
     SetSelectGroup,
 )
+from isthmus.control.seam import EngineSeam
 from isthmus.queues import Drr, ramp_marker
 
 
@@ -68,10 +69,12 @@ def test_bad_commands_are_named_before_anything_is_sent():
         plane.issue(Pace(0, "fast"))
 
 
-class _Recorder:
-    """A seam that keeps what it is sent: what another back-end would translate."""
+class _Recorder(EngineSeam):
+    """A seam that keeps the commands it is sent (what another back-end would
+    translate) and runs the simulation's time, timers and events."""
 
-    def __init__(self) -> None:
+    def __init__(self, sim: Simulation) -> None:
+        super().__init__(sim)
         self.sent: list[tuple[int, Command]] = []
         self.entries = 0
 
@@ -85,9 +88,8 @@ class _Recorder:
 
 def test_an_app_speaks_only_in_commands_through_the_seam():
     sim = Simulation(Topology.fat_tree(4, Link("1Gbps", "1us"), Link("1Gbps", "1us")))
-    plane = ControlPlane(sim, control_latency="5us")
-    recorder = _Recorder()
-    plane.seam = recorder  # type: ignore[assignment]
+    recorder = _Recorder(sim)
+    plane = ControlPlane(recorder, control_latency="5us")
     plane.add(Ecmp())
     plane.run("1us")
     kinds = {type(c).__name__ for _, c in recorder.sent}

@@ -9,7 +9,8 @@ import numpy as np
 
 from isthmus.arguments import shown
 
-if TYPE_CHECKING:  # the simulation builds one of these; this only reads its topology
+if TYPE_CHECKING:  # built from a simulation or a control seam; only its topology is read
+    from isthmus.control.seam import Seam
     from isthmus.simulation import Simulation
 
 
@@ -17,9 +18,9 @@ class PortMap:
     """Local port numbers between neighbouring nodes: port k of a node faces the k-th
     link touching it, in the topology's link order."""
 
-    def __init__(self, sim: Simulation):
-        nodes = sim.topology.nodes()
-        links = sim.topology.links()
+    def __init__(self, network: Simulation | Seam):
+        nodes = network.topology.nodes()
+        links = network.topology.links()
         self.names: list[str] = list(nodes["name"])
         self.index = {name: i for i, name in enumerate(self.names)}
         self.kinds: list[str] = list(nodes["kind"])

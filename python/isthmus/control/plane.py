@@ -56,16 +56,16 @@ from isthmus.control.commands import (
 )
 from isthmus.control.events import (
     EntryRemoved,
+    Event,
     FlowArrival,
     FlowCrossing,
     FlowFinished,
     PacketIn,
     Tick,
-    decode,
 )
 from isthmus.control.loop_free import hops_via_ports, node_host_distances
 from isthmus.control.paths import Paths
-from isthmus.control.seam import EngineSeam
+from isthmus.control.seam import EngineSeam, Seam
 from isthmus.network_metrics import arrived_bytes
 from isthmus.portmap import PortMap
 from isthmus.queues import ramp_marker
@@ -85,7 +85,7 @@ class _Clock:
 
     @property
     def now(self) -> int:
-        return self.__plane.sim.now
+        return self.__plane.seam.now
 
     def timer(self, first: int, period: int | None, callback: Callable[[], Any]) -> int:
         return self.__plane._timer(first, period, callback)
@@ -149,7 +149,7 @@ class Controller(_Program):
 
     @property
     def sim(self) -> Simulation:
-        return self._plane.sim
+        return self._plane.simulation("simulation (`self.sim`)")
 
     @property
     def control_latency(self) -> int:
@@ -159,12 +159,12 @@ class Controller(_Program):
 
     @property
     def topology(self) -> Topology:
-        return self._plane.sim.topology
+        return self._plane.seam.topology
 
     def graph(self) -> nx.MultiGraph:
         """The topology as a networkx graph (nodes by name, with kind; links with rate
         and delay)."""
-        return self._plane.sim.topology.to_networkx()
+        return self._plane.seam.topology.to_networkx()
 
     @property
     def ports(self) -> PortMap:
@@ -386,16 +386,16 @@ class Controller(_Program):
     # ---- statistics --------------------------------------------------------------------
 
     def port_stats(self) -> dict[str, np.ndarray]:
-        return self.sim.ports()
+        return self._plane.seam.port_rows()
 
     def entry_stats(self) -> dict[str, np.ndarray]:
-        return self.sim.entries()
+        return self._plane.seam.entry_rows()
 
     def flow_stats(self) -> dict[str, np.ndarray]:
         """Per-flow records, plus `rate_bps`: the rate its bytes reached the receiver
         since this controller's previous call (since the start, on the first), counted as
         `network_metrics.arrived_bytes` counts them, so it never exceeds the link."""
-        flows = self.sim.flows()
+        flows = self._plane.seam.flow_rows()
         now = self.now
         delivered = arrived_bytes(flows)
         last_time, last = getattr(self, "_flow_stats_last", (0, np.zeros(0)))
@@ -429,7 +429,7 @@ class SwitchHandle:
 
     @property
     def now(self) -> int:
-        return self.__plane.sim.now
+        return self.__plane.seam.now
 
     def neighbours(self) -> list[str]:
         """Names of the nodes on this switch's ports, in port order."""
@@ -438,29 +438,30 @@ class SwitchHandle:
 
     def ports(self) -> dict[str, np.ndarray]:
         """This switch's port counters, one row per port in port order."""
-        return self.__plane.sim.ports(self.__switch)
+        return self.__plane.seam.port_rows(self.__switch)
 
     def queues(self) -> dict[str, np.ndarray]:
         """This switch's queue counters, one row per (port, class); `port` is local."""
-        rows = self.__plane.sim.queues(self.__switch)
-        first = self.__plane.sim._engine.global_port(self.__switch, 0)
+        sim = self.__plane.simulation("queue counters")
+        rows = sim.queues(self.__switch)
+        first = sim._engine.global_port(self.__switch, 0)
         rows["port"] = (rows.pop("port_index") - first).astype(np.uint16)
         return rows
 
     def watch_flows(self) -> None:
         """Starts per-flow counters on this switch: from now on `flows()` lists what each
         flow sent through it, and the agent's `on_flow_crossing` hears of each new one."""
-        self.__plane.sim._engine.watch_flows(self.__switch)
+        self.__plane.simulation("per-flow counters")._engine.watch_flows(self.__switch)
 
     def flows(self) -> dict[str, np.ndarray]:
         """The flows this switch forwarded since `watch_flows`, one row per flow and
         direction: flow, src, dst, in_port, out_port (of its latest packet), packets,
         bytes, first_ps, last_ps."""
-        return self.__plane.sim._engine.crossing_table(self.__switch)
+        return self.__plane.simulation("per-flow counters")._engine.crossing_table(self.__switch)
 
     def entries(self) -> dict[str, np.ndarray]:
         """Every entry on this switch (whoever installed it), in match order."""
-        return self.__plane.sim._engine.entry_table(self.__switch)
+        return self.__plane.seam.entry_rows(self.__switch)
 
     def installed(self) -> list[int]:
         """Entries this agent installed (some may still be on their way) and that have
@@ -517,7 +518,7 @@ class SwitchHandle:
         kmin / kmax / pmax for a marker)."""
         port = local_port(self.__plane.ports, self.__switch, port)
         traffic_class = whole(traffic_class, "traffic_class", 0, U8, "a traffic class")
-        config = self.__plane.sim.port_queue_config(self.__switch, port)
+        config = self.__plane.simulation("queue settings").port_queue_config(self.__switch, port)
         per_class = config.get("class_aqm", [])
         if traffic_class < len(per_class) and per_class[traffic_class] is not None:
             return per_class[traffic_class]
@@ -564,25 +565,34 @@ class SwitchAgent(_Program):
 
 
 class ControlPlane:
-    """Runs control programs against a simulation."""
+    """Runs control programs against a network: a `Simulation`, or any other `Seam`
+    (an emulated network of real switches, `isthmus.emulate`)."""
 
     def __init__(
         self,
-        sim: Simulation,
+        network: Simulation | Seam,
         *,
         control_latency: int | str = 0,
         agent_latency: int | str = "10us",
     ):
-        if not isinstance(sim, Simulation):
-            raise ValueError(f"sim must be a Simulation, got {arguments.shown(sim)}")
-        self.sim = sim
+        if isinstance(network, Simulation):
+            seam: Seam = EngineSeam(network)
+        elif isinstance(network, Seam):
+            seam = network
+        else:
+            raise ValueError(
+                f"network must be a Simulation or a control Seam, got {arguments.shown(network)}"
+            )
+        self.seam = seam
+        """Where checked commands go and time, events and counters come from."""
+        self.sim: Simulation | None = network if isinstance(network, Simulation) else None
         self.latency = instant(
             arguments.duration(control_latency, "control_latency"), "control_latency"
         )
         self.agent_latency = instant(
             arguments.duration(agent_latency, "agent_latency"), "agent_latency"
         )
-        self.ports = PortMap(sim)
+        self.ports = PortMap(seam)
         self.paths = Paths(self.ports)
         self.controllers: list[Controller] = []
         self.agents: dict[int, SwitchAgent] = {}
@@ -591,8 +601,6 @@ class ControlPlane:
         self._claimed: set[int] = set()
         self._unstarted: list[_Program] = []
         self._services: dict[str, Any] = {}
-        self.seam = EngineSeam(sim._engine)
-        """Where checked commands go: the engine's translation of each kind."""
         self._host_distances: np.ndarray | None = None
 
     def add(self, controller: Controller) -> Controller:
@@ -657,7 +665,14 @@ class ControlPlane:
     def set_miss(self, switch: int | str, miss: str) -> None:
         """What `switch` does on a table miss: "route", "controller" or "drop"."""
         node = switch_node(self.ports, switch)
-        self.sim._engine.set_miss(node, arguments.text(miss, "miss", MISS_POLICIES))
+        self.seam.set_miss(node, arguments.text(miss, "miss", MISS_POLICIES))
+
+    def simulation(self, what: str) -> Simulation:
+        """The simulation this plane runs, for a program that reads `what` of it; on
+        another network, an error saying that network cannot show it."""
+        if self.sim is None:
+            raise self.seam.unsupported(what)
+        return self.sim
 
     # ---- running -----------------------------------------------------------------------
 
@@ -672,28 +687,17 @@ class ControlPlane:
         """Runs the simulation to `until` with the programs in the loop, in `chunks`
         equal steps of simulated time with `on_progress(now)` after each; returns whether
         every flow has finished. Programs added since the last run start first."""
-        engine = self.sim._engine
-        end = self.sim._checked_run(until, stop_when_flows_finish, chunks, on_progress)
-        begin = self.sim.now
-        engine.attach_control(True)
-        try:
-            starting, self._unstarted = self._unstarted, []
-            for program in starting:
-                program.on_start()
-            for i in range(1, chunks + 1):
-                target = begin + (end - begin) * i // chunks
-                while engine.run_until_control(target, stop_when_flows_finish):
-                    self._dispatch(engine.take_control_events())
-                if on_progress is not None:
-                    on_progress(self.sim.now)
-                if stop_when_flows_finish and engine.unfinished_flows == 0:
-                    break
-        finally:
-            engine.attach_control(False)
-        return engine.unfinished_flows == 0
+        return self.seam.run(
+            until, stop_when_flows_finish, chunks, on_progress, self._start, self._dispatch
+        )
 
-    def _dispatch(self, columns: dict[str, np.ndarray]) -> None:
-        for event in decode(columns):
+    def _start(self) -> None:
+        starting, self._unstarted = self._unstarted, []
+        for program in starting:
+            program.on_start()
+
+    def _dispatch(self, events: list[Event]) -> None:
+        for event in events:
             if isinstance(event, Tick):
                 callback, periodic = self._timers[event.timer]
                 if not periodic:
@@ -733,12 +737,12 @@ class ControlPlane:
     # ---- plumbing for the programs -------------------------------------------------------
 
     def _timer(self, first: int, period: int | None, callback: Callable[[], Any]) -> int:
-        timer = self.sim._engine.add_control_timer(first, period)
+        timer = self.seam.add_timer(first, period)
         self._timers[timer] = (callback, period is not None)
         return timer
 
     def _cancel(self, timer: int) -> None:
-        self.sim._engine.cancel_control_timer(timer)
+        self.seam.cancel_timer(timer)
         self._timers.pop(timer, None)
 
     @property
@@ -770,7 +774,7 @@ class ControlPlane:
         """The control latency plus `extra_delay`, refused if it would land a command
         past the end of simulated time."""
         delay = self.latency + arguments.duration(extra_delay, "extra_delay")
-        instant(self.sim.now + delay, "extra_delay")
+        instant(self.seam.now + delay, "extra_delay")
         return delay
 
     def _send(self, sender: str, to: str, message: Any) -> None:
@@ -779,7 +783,7 @@ class ControlPlane:
             raise ValueError(f"to: no agent runs on '{self.ports.names[target]}'")
         agent = self.agents[target]
         self._timer(
-            self.sim.now + self.agent_latency, None, lambda: agent.on_message(sender, message)
+            self.seam.now + self.agent_latency, None, lambda: agent.on_message(sender, message)
         )
 
 

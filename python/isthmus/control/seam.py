@@ -1,12 +1,22 @@
-"""Where checked commands leave the control plane: the one place that knows how the
-engine carries each kind out. Each becomes the engine's own `Command`, one value tagged
-by kind (`isthmus.wire`). Another back-end (switches over OpenFlow, say) answers the same
-`send` with its own translation; the programs above never see which."""
+"""Where the control plane meets what it controls: checked commands go out through a
+`Seam`, and time, timers, events and counters come back through it. The programs above
+never see which back-end answers.
+
+`EngineSeam` is the simulation's: each command becomes the engine's own `Command`, one
+value tagged by kind (`isthmus.wire`), and time is simulated time. The emulation's
+(`isthmus.emulate`) answers the same calls with OpenFlow messages and the wall clock."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+import numpy as np
+
 from isthmus.control import commands
-from isthmus.simulation import entry_action, entry_command
+from isthmus.control.events import Event, decode
+from isthmus.simulation import Simulation, entry_action, entry_command
+from isthmus.topology import Topology
 
 
 def engine_command(command: commands.Command) -> dict:
@@ -78,12 +88,127 @@ def engine_command(command: commands.Command) -> dict:
     raise ValueError(f"command must be one of isthmus.control.commands, got {command!r}")
 
 
-class EngineSeam:
-    """Carries checked commands out in the simulation engine, `delay` ps from now."""
+ControlEvents = Callable[[list[Event]], None]
+"""Where a seam hands each batch of control events, in the order they happened."""
 
-    def __init__(self, engine):
-        self._engine = engine
+
+class Seam(ABC):
+    """What a control plane drives: one network, simulated or real. Times are ps."""
+
+    topology: Topology
+
+    @property
+    @abstractmethod
+    def now(self) -> int:
+        """The network's clock."""
+
+    @abstractmethod
+    def send(self, delay: int, command: commands.Command) -> int | None:
+        """Carries one checked command out `delay` from now; an `InstallEntry` answers
+        with the entry's id."""
+
+    @abstractmethod
+    def add_timer(self, first: int, period: int | None) -> int:
+        """A timer firing at `first` (and every `period` after): a `Tick` event."""
+
+    @abstractmethod
+    def cancel_timer(self, timer: int) -> None: ...
+
+    @abstractmethod
+    def set_miss(self, switch: int, miss: str) -> None:
+        """What node `switch` does on a table miss, at once."""
+
+    @abstractmethod
+    def run(
+        self,
+        until: int,
+        stop_when_flows_finish: bool,
+        chunks: int,
+        on_progress: Callable[[int], None] | None,
+        start: Callable[[], None],
+        events: ControlEvents,
+    ) -> bool:
+        """Runs the network to `until` with the plane in the loop (`until` and the rest
+        as `Simulation.run` takes them): `start()` once the network is ready, then every
+        batch of control events to `events`. Returns whether every flow has finished."""
+
+    @abstractmethod
+    def unsupported(self, what: str) -> ValueError:
+        """The error for a program that reads what this network cannot show."""
+
+    # Counters, each as a table of columns (see `Simulation.ports` and the rest).
+
+    @abstractmethod
+    def port_rows(self, switch: int | None = None) -> dict[str, np.ndarray]: ...
+
+    @abstractmethod
+    def entry_rows(self, switch: int | None = None) -> dict[str, np.ndarray]: ...
+
+    @abstractmethod
+    def flow_rows(self) -> dict[str, np.ndarray]: ...
+
+
+class EngineSeam(Seam):
+    """The simulation's seam: commands carried out by the engine, `delay` ps from now,
+    in simulated time."""
+
+    def __init__(self, sim: Simulation):
+        self.sim = sim
+        self.topology = sim.topology
+        self._engine = sim._engine
+
+    @property
+    def now(self) -> int:
+        return self._engine.now
 
     def send(self, delay: int, command: commands.Command) -> int | None:
         """Sends one checked command; an `InstallEntry` answers with the entry's id."""
         return self._engine.command(delay, engine_command(command))
+
+    def add_timer(self, first: int, period: int | None) -> int:
+        return self._engine.add_control_timer(first, period)
+
+    def cancel_timer(self, timer: int) -> None:
+        self._engine.cancel_control_timer(timer)
+
+    def set_miss(self, switch: int, miss: str) -> None:
+        self._engine.set_miss(switch, miss)
+
+    def run(
+        self,
+        until: int,
+        stop_when_flows_finish: bool,
+        chunks: int,
+        on_progress: Callable[[int], None] | None,
+        start: Callable[[], None],
+        events: ControlEvents,
+    ) -> bool:
+        engine = self._engine
+        end = self.sim._checked_run(until, stop_when_flows_finish, chunks, on_progress)
+        begin = engine.now
+        engine.attach_control(True)
+        try:
+            start()
+            for i in range(1, chunks + 1):
+                target = begin + (end - begin) * i // chunks
+                while engine.run_until_control(target, stop_when_flows_finish):
+                    events(decode(engine.take_control_events()))
+                if on_progress is not None:
+                    on_progress(engine.now)
+                if stop_when_flows_finish and engine.unfinished_flows == 0:
+                    break
+        finally:
+            engine.attach_control(False)
+        return engine.unfinished_flows == 0
+
+    def unsupported(self, what: str) -> ValueError:
+        return ValueError(f"the simulation has no {what}")
+
+    def port_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
+        return self.sim.ports(switch)
+
+    def entry_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
+        return self.sim.entries() if switch is None else self._engine.entry_table(switch)
+
+    def flow_rows(self) -> dict[str, np.ndarray]:
+        return self.sim.flows()

@@ -83,7 +83,7 @@ class Hedera(Controller):
     def on_start(self) -> None:
         ports = self.ports
         self._capacity = {}
-        links = self.sim.topology.links()
+        links = self.topology.links()
         for a, b, rate in zip(
             links["a"].tolist(), links["b"].tolist(), links["rate_bps"].tolist(), strict=True
         ):
