@@ -1,0 +1,233 @@
+"""The scenario's topology made of real parts: a network namespace per host, an Open
+vSwitch bridge per switch, a veth pair per link, and on each end's egress the link's
+rate (htb), its queue (pfifo, or bfifo for a limit in bytes) and its delay (netem).
+
+Addresses stand for host numbers, as in the simulator: host h has the MAC address
+02:00:hh:hh:hh:hh and the IPv4 address 10.0.0.0/8 + h + 1, and every host knows every
+other host's MAC address from the start (static neighbour entries), so no ARP crosses
+the network and the only frames are the traffic's. IPv6 is off in the hosts for the same
+reason. Offloads are off on every end (checksum, segmentation, receive coalescing): the
+userspace datapath forwards each frame as it is, and a frame is one packet on the wire,
+as in the simulator."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from isthmus.emulate.footprint import Footprint
+from isthmus.emulate.ovs import OpenVSwitch
+from isthmus.emulate.system import command
+from isthmus.topology import Topology
+
+OFFLOADS = ("tx", "rx", "tso", "gso", "gro")
+MTU = 1500
+
+
+def host_mac(host: int) -> str:
+    return "02:00:" + ":".join(f"{(host >> shift) & 0xFF:02x}" for shift in (24, 16, 8, 0))
+
+
+def host_of_mac(mac: str) -> int | None:
+    """The host number of a host MAC address, None for any other address."""
+    parts = mac.split(":")
+    if parts[:2] != ["02", "00"]:
+        return None
+    return int("".join(parts[2:]), 16)
+
+
+def host_ip(host: int) -> str:
+    return str(ipaddress.IPv4Address("10.0.0.1") + host)
+
+
+def datapath_id(node: int) -> int:
+    """The OpenFlow datapath id of node `node`'s bridge (0 is not a valid id)."""
+    return node + 1
+
+
+def ofport(port: int) -> int:
+    """The OpenFlow port number of local port `port` (OpenFlow numbers from 1)."""
+    return port + 1
+
+
+@dataclass(frozen=True)
+class Queue:
+    """An egress queue: `limit` packets, or bytes when `in_bytes`."""
+
+    limit: int
+    in_bytes: bool = False
+
+    def qdisc(self) -> list[str]:
+        return ["bfifo" if self.in_bytes else "pfifo", "limit", str(self.limit)]
+
+
+@dataclass(frozen=True)
+class LinkShape:
+    """One direction of a link as the kernel shapes it."""
+
+    rate_bps: int
+    delay_us: float
+    queue: Queue
+
+
+class EmulatedNetwork:
+    def __init__(
+        self,
+        topology: Topology,
+        footprint: Footprint,
+        ovs: OpenVSwitch,
+        shapes: dict[tuple[int, int], LinkShape],
+        controller: str,
+    ):
+        """`shapes[(node, port)]`: the egress of each node's each port; `controller`:
+        where bridges find their OpenFlow controller ("tcp:127.0.0.1:6653")."""
+        nodes = topology.nodes()
+        self.kinds: list[str] = list(nodes["kind"])
+        self.host_node: list[int] = [int(n) for n in nodes["host_node"]]
+        links = topology.links()
+        self.links = list(zip(links["a"].tolist(), links["b"].tolist(), strict=True))
+        self.footprint = footprint
+        self.ovs = ovs
+        self.shapes = shapes
+        self.controller = controller
+        self.ports: list[int] = [0] * len(self.kinds)
+
+    def host_of_node(self, node: int) -> int:
+        return self.host_node.index(node)
+
+    def host_namespace(self, host: int) -> str:
+        return self.footprint.namespace(self.host_node[host])
+
+    def host_interface(self, node: int, port: int) -> str:
+        return "eth0" if port == 0 else f"eth{port}"
+
+    def bridge(self, node: int) -> str:
+        return self.footprint.bridge(node)
+
+    def up(self) -> None:
+        """Builds hosts, bridges and links, in that order."""
+        for node, kind in enumerate(self.kinds):
+            if kind == "host":
+                self._host(node)
+            else:
+                self._bridge(node)
+        for a, b in self.links:
+            self._link(a, self.ports[a], b, self.ports[b])
+            self.ports[a] += 1
+            self.ports[b] += 1
+        self._neighbours()
+
+    def _host(self, node: int) -> None:
+        namespace = self.footprint.namespace(node)
+        command("ip", "netns", "add", namespace, what=f"making host {node}'s namespace")
+        self.footprint.add_namespace(namespace)
+        command("ip", "link", "set", "lo", "up", what="host loopback", namespace=namespace)
+        for setting in ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"):
+            command("sysctl", "-q", "-w", setting, what="turning IPv6 off", namespace=namespace)
+
+    def _bridge(self, node: int) -> None:
+        name = self.bridge(node)
+        self.footprint.add_interface(name)
+        self.ovs.vsctl(
+            "add-br", name,
+            "--", "set", "bridge", name, "datapath_type=netdev", "protocols=OpenFlow13",
+            "fail_mode=secure", "mcast_snooping_enable=false",
+            f"other-config:datapath-id={datapath_id(node):016x}",
+            "other-config:disable-in-band=true",
+            "--", "set-controller", name, self.controller,
+            "--", "set", "controller", name, "connection_mode=out-of-band",
+        )  # fmt: skip
+
+    def _link(self, a: int, port_a: int, b: int, port_b: int) -> None:
+        end_a, end_b = self.footprint.interface(a, port_a), self.footprint.interface(b, port_b)
+        command(
+            "ip", "link", "add", end_a, "type", "veth", "peer", "name", end_b, what="making a link"
+        )
+        self.footprint.add_interface(end_a)
+        for node, port, end in ((a, port_a, end_a), (b, port_b, end_b)):
+            if self.kinds[node] == "host":
+                self._into_host(node, port, end)
+            else:
+                self._onto_bridge(node, port, end)
+
+    def _into_host(self, node: int, port: int, end: str) -> None:
+        namespace = self.footprint.namespace(node)
+        name = self.host_interface(node, port)
+        host = self.host_of_node(node)
+        command(
+            "ip",
+            "link",
+            "set",
+            end,
+            "netns",
+            namespace,
+            "name",
+            name,
+            what="moving a link end into its host",
+        )
+        ip = ("ip", "link", "set", "dev", name)
+        command(
+            *ip,
+            "address",
+            host_mac(host),
+            "mtu",
+            str(MTU),
+            "up",
+            what="host interface",
+            namespace=namespace,
+        )
+        command(
+            "ip",
+            "addr",
+            "add",
+            f"{host_ip(host)}/8",
+            "dev",
+            name,
+            what="host address",
+            namespace=namespace,
+        )
+        self._shape(name, self.shapes[(node, port)], namespace)
+
+    def _onto_bridge(self, node: int, port: int, end: str) -> None:
+        command("ip", "link", "set", "dev", end, "mtu", str(MTU), "up", what="switch interface")
+        self._shape(end, self.shapes[(node, port)], None)
+        self.ovs.vsctl(
+            "add-port", self.bridge(node), end,
+            "--", "set", "interface", end, f"ofport_request={ofport(port)}",
+        )  # fmt: skip
+
+    def _shape(self, device: str, shape: LinkShape, namespace: str | None) -> None:
+        what = f"shaping {device}"
+        command(
+            "ethtool",
+            "-K",
+            device,
+            *(word for o in OFFLOADS for word in (o, "off")),
+            what=what,
+            namespace=namespace,
+        )
+        tc = ("tc", "qdisc", "add", "dev", device)
+        command(*tc, "root", "handle", "1:", "htb", "default", "1", what=what, namespace=namespace)
+        command(
+            "tc", "class", "add", "dev", device, "parent", "1:", "classid", "1:1",
+            "htb", "rate", f"{shape.rate_bps}bit", "ceil", f"{shape.rate_bps}bit",
+            what=what, namespace=namespace,
+        )  # fmt: skip
+        if shape.delay_us > 0:
+            leaf = ["netem", "delay", f"{shape.delay_us}us", "limit", str(shape.queue.limit)]
+        else:
+            leaf = shape.queue.qdisc()
+        command(*tc, "parent", "1:1", "handle", "10:", *leaf, what=what, namespace=namespace)
+
+    def _neighbours(self) -> None:
+        """Every host learns every other host's MAC address (one `ip -batch` per host)."""
+        hosts = range(len(self.host_node))
+        for host in hosts:
+            node = self.host_node[host]
+            batch = "".join(
+                f"neigh replace {host_ip(other)} lladdr {host_mac(other)} dev eth0 nud permanent\n"
+                for other in hosts
+                if other != host
+            )
+            namespace = self.footprint.namespace(node)
+            command("ip", "-batch", "-", what="static neighbours", namespace=namespace, stdin=batch)

@@ -1,0 +1,172 @@
+"""One emulated run of a scenario, start to finish: check what the machine and the
+emulation can do, bring the network up, run the traffic with the scenario's control
+apps over OpenFlow, read the counters, write the run folder, and take everything down
+again, whatever ends the run (an error, Ctrl-C, SIGTERM)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from isthmus import units
+from isthmus.control import ControlPlane
+from isthmus.emulate.footprint import Footprint
+from isthmus.emulate.network import EmulatedNetwork
+from isthmus.emulate.openflow import Channel
+from isthmus.emulate.ovs import OpenVSwitch
+from isthmus.emulate.scope import scope
+from isthmus.emulate.seam import OpenFlowSeam
+from isthmus.emulate.system import EmulationError, capabilities, check_machine
+from isthmus.emulate.traffic import Traffic
+from isthmus.scenario import Scenario
+
+CONNECT_TIMEOUT_S = 30.0
+
+
+class Stopped(EmulationError):
+    """The run was told to stop (SIGTERM)."""
+
+
+@dataclass
+class EmulatedRun:
+    """What an emulated run measured: the flow table (the simulator's columns where
+    the emulation measures them), every switch port's OpenFlow counters, the control
+    plane that ran, and timings of bringing the network up and down (s)."""
+
+    flows: dict[str, np.ndarray]
+    ports: dict[str, np.ndarray]
+    plane: ControlPlane
+    all_finished: bool
+    up_s: float
+    down_s: float
+    summary: dict
+
+
+@contextlib.contextmanager
+def _terminated_as_stopped() -> Iterator[None]:
+    """SIGTERM unwinds the run like Ctrl-C, so that everything comes down."""
+
+    def stop(signum, frame) -> None:
+        raise Stopped("stopped by SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def emulate(
+    spec: Scenario,
+    *,
+    seed: int | None = None,
+    base: Path = Path("."),
+    rate_scale: float = 1.0,
+    ignore_delay_below: str | int = 0,
+    run_root: Path | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    before_run: Callable[[OpenFlowSeam], None] | None = None,
+) -> EmulatedRun:
+    """Runs `spec` on an emulated network (see the module's docstring). `rate_scale`
+    divides every link rate; link delays below `ignore_delay_below` are left out (the
+    switches' own latency is larger); `before_run(seam)` is called once the network is
+    up, before the traffic starts."""
+    check_machine()
+    if rate_scale < 1:
+        raise ValueError(
+            f"rate_scale must be at least 1 (rates are only scaled down), got {rate_scale}"
+        )
+    threshold = units.time_ps(ignore_delay_below)
+    sim = spec.model_copy(update={"control": None}).build(seed=seed, base=base)
+    footprint = Footprint.start(run_root or Path(tempfile.gettempdir()))
+    try:
+        probe = f"{footprint.namespace(0)}-probe"
+        footprint.add_namespace(probe)
+        machine = capabilities(probe)
+        plan = scope(spec, sim, machine, rate_scale=rate_scale, ignore_delay_below_ps=threshold)
+        with _terminated_as_stopped():
+            return _run(spec, sim, plan, footprint, on_progress, before_run)
+    finally:
+        footprint.remove()
+
+
+def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
+    started = time.monotonic()
+    ovs = OpenVSwitch(footprint)
+    channel = Channel()
+    traffic = Traffic(sim.flows(), plan.congestion_control)
+    try:
+        ovs.start()
+        network = EmulatedNetwork(sim.topology, footprint, ovs, plan.shapes, channel.address)
+        network.up()
+        seam = OpenFlowSeam(sim.topology, network, channel, traffic, plan.rate_scale)
+        if spec.control is not None:
+            plane = spec.control.attach(seam)
+        else:
+            plane = ControlPlane(seam)
+            for node, kind in enumerate(seam.ports.kinds):
+                if kind == "switch":
+                    plane.set_miss(node, "route")
+        seam.install_routing()
+        seam.connect(CONNECT_TIMEOUT_S)
+        duration_ps = units.time_ps(spec.run.duration)
+        traffic.launch(network, footprint, duration_ps // 1000)
+        if before_run is not None:
+            before_run(seam)
+        up_s = time.monotonic() - started
+        all_finished = plane.run(
+            duration_ps,
+            stop_when_flows_finish=spec.ends_with_flows(sim),
+            chunks=100,
+            on_progress=on_progress,
+        )
+        flows = traffic.table(seam.to_ps)
+        ports = seam.port_rows()
+        traffic.stop()
+        down_started = time.monotonic()
+    finally:
+        traffic.stop()
+        ovs.stop()
+        channel.close()
+    footprint.remove()
+    down_s = time.monotonic() - down_started
+    summary = _summary(spec, plan, flows, all_finished, up_s, down_s)
+    return EmulatedRun(flows, ports, plane, all_finished, up_s, down_s, summary)
+
+
+def _summary(spec, plan, flows, all_finished, up_s, down_s) -> dict:
+    finished = flows["finish_ps"] >= 0
+    fct = (flows["finish_ps"] - flows["start_ps"])[finished]
+    return {
+        "scenario": spec.name,
+        "backend": "emulation (Open vSwitch, userspace datapath; Linux TCP)",
+        "congestion_control": plan.congestion_control,
+        "rate_scale": plan.rate_scale,
+        "delays_left_out_below_ps": plan.delays_left_out_below_ps,
+        "flows": int(len(finished)),
+        "flows_finished": int(finished.sum()),
+        "all_finished": bool(all_finished),
+        "bytes_delivered": int(flows["bytes_received"].sum()),
+        "mean_fct_ms": float(fct.mean() / 1e9) if len(fct) else None,
+        "up_s": round(up_s, 3),
+        "down_s": round(down_s, 3),
+    }
+
+
+def write_run(run: EmulatedRun, out: Path) -> Path:
+    """The run folder: summary.json, flows.parquet and ports.parquet."""
+    out.mkdir(parents=True, exist_ok=False)
+    pq.write_table(pa.table(run.flows), out / "flows.parquet")
+    pq.write_table(pa.table(run.ports), out / "ports.parquet")
+    (out / "summary.json").write_text(json.dumps(run.summary, indent=2) + "\n")
+    return out

@@ -1,0 +1,189 @@
+"""What of a scenario the emulation carries out, and the refusal, by field, of what it
+cannot: on this machine (a qdisc or congestion control the kernel lacks) or at all yet
+(docs/emulation.md). Everything is checked before anything is started."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from isthmus import units
+from isthmus.emulate.network import LinkShape, Queue
+from isthmus.emulate.system import Capabilities
+from isthmus.emulate.traffic import KERNEL_CONGESTION_CONTROL
+from isthmus.scenario import FlowList, Flows, PoissonFlows, Scenario, ScenarioError
+from isthmus.simulation import Simulation
+
+MAX_LINK_RATE_BPS = 1_000_000_000
+"""The fastest link emulated as it is: userspace Open vSwitch forwards about 2 Gb/s on
+this kind of machine, shared by every bridge (docs/emulation.md); faster links are
+scaled down by a stated factor (`rate_scale`)."""
+
+MAX_FLOWS = 20_000
+"""Each flow is a thread of its host's runner and a port of its own."""
+
+NOT_YET = {
+    "host_scheduler": "a host NIC scheduler",
+    "scheduler": "a switch scheduler",
+    "aqm": "an AQM",
+    "ecn_threshold": "ECN marking",
+    "link_traces": "link traces",
+    "port_queues": "per-port queueing",
+    "shared_buffer": "a shared buffer",
+    "pfc": "priority flow control",
+    "bcn": "BCN congestion points",
+}
+"""[network] keys the emulation does not carry out yet, with what each asks for."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What the emulation will run: every port's egress shaping and the hosts' kernel
+    congestion control."""
+
+    shapes: dict[tuple[int, int], LinkShape]
+    congestion_control: str
+    rate_scale: float
+    delays_left_out_below_ps: int
+
+
+def scope(
+    spec: Scenario,
+    sim: Simulation,
+    capabilities: Capabilities,
+    *,
+    rate_scale: float,
+    ignore_delay_below_ps: int,
+) -> Scope:
+    """What the emulation runs of `spec` (built as `sim`), or a ScenarioError naming the
+    first field it cannot carry out and what to do."""
+    network = spec.network
+    for key, what in NOT_YET.items():
+        if getattr(network, key) not in (None, [], False):
+            raise ScenarioError(f"network.{key}: the emulation does not carry out {what} yet")
+    if network.device_queue:
+        raise ScenarioError("network.device_queue: the emulation's queue is one qdisc per port")
+    if network.routing != "ecmp":
+        raise ScenarioError(
+            f"network.routing: the emulation routes by ECMP only, not {network.routing!r}"
+        )
+    if spec.tcp.model_fields_set:
+        keys = ", ".join(sorted(spec.tcp.model_fields_set))
+        raise ScenarioError(
+            f"tcp.{keys}: emulated hosts run their kernel's TCP, whose settings the "
+            "emulation does not change"
+        )
+    congestion_control = _congestion_control(spec, capabilities)
+    if len(sim.flows()["src"]) > MAX_FLOWS:
+        raise ScenarioError(
+            f"traffic: {len(sim.flows()['src'])} flows; the emulation runs at most {MAX_FLOWS}"
+        )
+    return Scope(
+        _shapes(spec, sim, capabilities, rate_scale, ignore_delay_below_ps),
+        congestion_control,
+        rate_scale,
+        ignore_delay_below_ps,
+    )
+
+
+def _congestion_control(spec: Scenario, capabilities: Capabilities) -> str:
+    transports = set()
+    for i, block in enumerate(spec.traffic):
+        if not isinstance(block, Flows | PoissonFlows | FlowList):
+            raise ScenarioError(
+                f"traffic[{i}]: the emulation runs flows, poisson_flows and flow_list "
+                f"traffic, not {block.kind} yet"
+            )
+        if isinstance(block, Flows) and block.duration is not None:
+            raise ScenarioError(
+                f"traffic[{i}].duration: the emulation runs flows of a size, not timed sources, yet"
+            )
+        if block.transport not in KERNEL_CONGESTION_CONTROL:
+            raise ScenarioError(
+                f"traffic[{i}].transport: the emulation runs "
+                f"{', '.join(KERNEL_CONGESTION_CONTROL)}, not {block.transport} yet"
+            )
+        transports.add(block.transport)
+    if len(transports) > 1:
+        raise ScenarioError(
+            "traffic: the emulation runs one transport per scenario, this one has "
+            f"{', '.join(sorted(transports))}"
+        )
+    if not transports:
+        raise ScenarioError("traffic: the scenario has no flows to emulate")
+    transport = transports.pop()
+    algorithm = KERNEL_CONGESTION_CONTROL[transport]
+    if algorithm not in capabilities.congestion_controls:
+        raise ScenarioError(
+            f"traffic.transport: {transport} runs as the kernel's {algorithm}, which this "
+            "kernel lacks "
+            f"(it has {', '.join(sorted(capabilities.congestion_controls))})"
+        )
+    return algorithm
+
+
+def _shapes(
+    spec: Scenario,
+    sim: Simulation,
+    capabilities: Capabilities,
+    rate_scale: float,
+    ignore_delay_below_ps: int,
+) -> dict[tuple[int, int], LinkShape]:
+    network = spec.network
+    ports = sim.ports()
+    kinds = list(sim.topology.nodes()["kind"])
+    for qdisc in ("htb", "pfifo", "bfifo"):
+        if qdisc not in capabilities.qdiscs:
+            raise ScenarioError(
+                f"network: this kernel has no '{qdisc}' qdisc, which every emulated port needs"
+            )
+    for node, kind in enumerate(kinds):
+        if kind == "host" and int(np.count_nonzero(ports["node"] == node)) > 1:
+            raise ScenarioError(
+                f"topology: host node {node} has several links; an emulated host has one interface"
+            )
+    fastest = int(ports["rate_bps"].max()) / rate_scale
+    if fastest > MAX_LINK_RATE_BPS:
+        raise ScenarioError(
+            f"topology: links of {_gbps(int(ports['rate_bps'].max()))} are faster than the "
+            "emulation "
+            f"forwards ({_gbps(MAX_LINK_RATE_BPS)}); scale rates down by a factor of at least "
+            f"{int(np.ceil(fastest * rate_scale / MAX_LINK_RATE_BPS))} (--scale)"
+        )
+    delays = ports["delay_ps"]
+    kept = delays[delays >= max(ignore_delay_below_ps, 1)]
+    if len(kept) and "netem" not in capabilities.qdiscs:
+        raise ScenarioError(
+            f"topology: links have delays up to {int(kept.max()) / 1e6:g} us and this kernel "
+            "has no 'netem' qdisc to add them; leave out delays below a bound "
+            "(--ignore-delay-below, e.g. the "
+            "switches' own latency, docs/emulation.md) or run where netem is available"
+        )
+    queues = {
+        "host": _queue(network.host_queue, "network.host_queue"),
+        "switch": _queue(network.switch_queue, "network.switch_queue"),
+    }
+    shapes = {}
+    for node, port, rate, delay in zip(
+        ports["node"].tolist(),
+        ports["port"].tolist(),
+        ports["rate_bps"].tolist(),
+        delays.tolist(),
+        strict=True,
+    ):
+        delay_us = delay / 1e6 if delay >= max(ignore_delay_below_ps, 1) else 0.0
+        shapes[(node, port)] = LinkShape(round(rate / rate_scale), delay_us, queues[kinds[node]])
+    return shapes
+
+
+def _queue(limit: str, field: str) -> Queue:
+    try:
+        unit, value = units.limit(limit)
+    except ValueError as e:
+        raise ScenarioError(f"{field}: {e}") from None
+    return Queue(value, in_bytes=unit == "bytes")
+
+
+def _gbps(rate_bps: int) -> str:
+    return f"{rate_bps / 1e9:g} Gb/s"

@@ -1,0 +1,552 @@
+"""The control plane's seam onto emulated switches: checked commands become OpenFlow 1.3
+messages to the bridges, packet-ins and removed entries come back as the same events the
+simulator gives, the runners' reports give flow arrivals and completions, and time is
+the wall clock (ps since the traffic started).
+
+Each switch's tables:
+- table 0 holds the programs' entries (cookie = entry id) and the table-miss entry
+  (priority 0): to table 1 ("route"), to the controller, or nothing ("drop");
+- table 1 is the network's own routing (`network.routing = "ecmp"`): per destination
+  host, a select group over the ports on its shortest paths; an entry with no action
+  goes there too, as "default routing" does in the simulator.
+
+A command this back-end cannot carry out is refused by name, never dropped."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+
+import numpy as np
+from os_ken.lib.packet import ethernet, ipv4, packet, tcp, udp
+from os_ken.ofproto import ofproto_v1_3 as ofp
+from os_ken.ofproto import ofproto_v1_3_parser as parser
+
+from isthmus.control import commands
+from isthmus.control.events import REMOVAL_REASONS, EntryRemoved, Event, PacketIn, Tick
+from isthmus.control.routing import next_hop_ports
+from isthmus.control.seam import ControlEvents, Seam
+from isthmus.emulate.network import EmulatedNetwork, host_mac, host_of_mac, ofport
+from isthmus.emulate.openflow import Channel
+from isthmus.emulate.system import EmulationError
+from isthmus.emulate.traffic import Traffic
+from isthmus.portmap import PortMap
+from isthmus.topology import Topology
+
+PROGRAM_TABLE, ROUTING_TABLE = 0, 1
+ROUTING_GROUP_BASE = 1 << 16
+"""Routing groups are numbered above every group id a program may use."""
+ALL_BITS = (1 << 64) - 1
+STATS_TIMEOUT_S = 5.0
+PROTOCOLS = {6: tcp.tcp, 17: udp.udp}
+TRANSPORT_MATCH = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
+PS_PER_S = 10**12
+
+
+class Unsupported(EmulationError):
+    """A command or reading this back-end cannot carry out (yet)."""
+
+
+class OpenFlowSeam(Seam):
+    def __init__(
+        self,
+        topology: Topology,
+        network: EmulatedNetwork,
+        channel: Channel,
+        traffic: Traffic,
+        rate_scale: float,
+    ):
+        self.topology = topology
+        self.network = network
+        self.channel = channel
+        self.traffic = traffic
+        self.rate_scale = rate_scale
+        self.ports = PortMap(self)
+        self._start_ns: int | None = None
+        self._timers: list[tuple[int, int, int, int | None]] = []
+        self._cancelled: set[int] = set()
+        self._timer_ids = itertools.count()
+        self._entry_ids = itertools.count()
+        self._buffer_ids = itertools.count()
+        self._buffers: dict[int, tuple[int, int, bytes]] = {}
+        self._flood_ports: dict[int, list[int]] = {}
+        self._groups: set[tuple[int, int]] = set()
+        self._meters: set[tuple[int, int]] = set()
+        self._pending: list[tuple[int, object]] = []
+        self._delayed: list[tuple[int, int, commands.Command]] = []
+        self._held: list[Event] = []
+        # Flow id by its packets' (src host, src port, dst host, dst port), both ways.
+        f = traffic.flows
+        self._flow_of: dict[tuple[int, int, int, int], int] = {}
+        for flow in range(len(f["src"])):
+            key = (
+                int(f["src"][flow]),
+                int(f["src_port"][flow]),
+                int(f["dst"][flow]),
+                int(f["dst_port"][flow]),
+            )
+            self._flow_of[key] = flow
+            self._flow_of[(key[2], key[3], key[0], key[1])] = flow
+
+    # ---- time ------------------------------------------------------------------------
+
+    @property
+    def now(self) -> int:
+        if self._start_ns is None:
+            return 0
+        return self.to_ps(time.monotonic_ns())
+
+    def to_ps(self, monotonic_ns: int) -> int:
+        return max(0, (monotonic_ns - (self._start_ns or 0)) * 1000)
+
+    def add_timer(self, first: int, period: int | None) -> int:
+        timer = next(self._timer_ids)
+        heapq.heappush(self._timers, (first, timer, timer, period))
+        return timer
+
+    def cancel_timer(self, timer: int) -> None:
+        self._cancelled.add(timer)
+
+    # ---- commands --------------------------------------------------------------------
+
+    def set_miss(self, switch: int, miss: str) -> None:
+        instructions = {
+            "route": [parser.OFPInstructionGotoTable(ROUTING_TABLE)],
+            "controller": _apply(
+                [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
+            ),
+            "drop": [],
+        }[miss]
+        self._to(switch, lambda dp: parser.OFPFlowMod(
+            dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_ADD, priority=0,
+            match=parser.OFPMatch(), instructions=instructions,
+        ))  # fmt: skip
+
+    def send(self, delay: int, command: commands.Command) -> int | None:
+        entry = next(self._entry_ids) if isinstance(command, commands.InstallEntry) else None
+        if delay > 0 and self._start_ns is not None:
+            heapq.heappush(
+                self._delayed, (self.now + delay, next(self._timer_ids), (command, entry))
+            )
+        else:
+            self._carry_out(command, entry)
+        return entry
+
+    def _carry_out(self, command: commands.Command, entry: int | None) -> None:
+        match command:
+            case commands.InstallEntry(switch, priority, fields):
+                self._install(switch, priority, dict(fields), entry)
+            case commands.ModifyEntry(switch, entry_id, action):
+                instructions = self._instructions(switch, dict(action), None)
+                self._to(switch, lambda dp: parser.OFPFlowMod(
+                    dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_MODIFY, cookie=entry_id,
+                    cookie_mask=ALL_BITS, match=parser.OFPMatch(), instructions=instructions,
+                ))  # fmt: skip
+            case commands.DeleteEntry(switch, entry_id):
+                self._to(switch, lambda dp: parser.OFPFlowMod(
+                    dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_DELETE, cookie=entry_id,
+                    cookie_mask=ALL_BITS, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+                    match=parser.OFPMatch(),
+                ))  # fmt: skip
+            case commands.SetSelectGroup(switch, group, ports, weights):
+                buckets = [
+                    parser.OFPBucket(weight=w, actions=[parser.OFPActionOutput(ofport(p))])
+                    for p, w in zip(ports, weights, strict=True)
+                ]
+                self._group(switch, group, ofp.OFPGT_SELECT, buckets)
+            case commands.SetFailoverGroup(switch, group, ports):
+                buckets = [
+                    parser.OFPBucket(
+                        watch_port=ofport(p), actions=[parser.OFPActionOutput(ofport(p))]
+                    )
+                    for p in ports
+                ]
+                self._group(switch, group, ofp.OFPGT_FF, buckets)
+            case commands.SetMeter(switch, meter, rate, burst):
+                self._meter(switch, meter, rate, burst)
+            case commands.SetFloodPorts(switch, ports):
+                self._flood_ports[switch] = list(ports)
+            case commands.PacketOut(buffer, port):
+                out = ofp.OFPP_TABLE if port is None else ofport(port)
+                self._packet_out(buffer, [parser.OFPActionOutput(out)])
+            case commands.FloodOut(buffer):
+                switch, in_port, _ = self._buffers[buffer]
+                ports = self._flood_ports.get(switch, range(len(self.ports.neighbours[switch])))
+                outputs = [parser.OFPActionOutput(ofport(p)) for p in ports if p != in_port]
+                self._packet_out(buffer, outputs)
+            case commands.DropBuffer(buffer):
+                self._buffers.pop(buffer, None)
+            case _:
+                raise Unsupported(
+                    f"the emulation cannot yet carry out {type(command).__name__} commands "
+                    "(docs/emulation.md lists what it translates)"
+                )
+
+    def _to(self, switch: int, build: Callable) -> None:
+        """Sends the message `build(datapath)` makes to `switch`, or keeps it until the
+        switch has connected."""
+        if switch in self.channel.switches:
+            self.channel.send(switch, build(self.channel.connection(switch)))
+        else:
+            self._pending.append((switch, build))
+
+    def _install(self, switch: int, priority: int, fields: dict, entry: int) -> None:
+        instructions = self._instructions(switch, fields, fields.get("in_port"))
+        flags = ofp.OFPFF_SEND_FLOW_REM
+        timeouts = {key: _seconds(fields.get(key), key) for key in ("idle_timeout", "hard_timeout")}
+        for match in self._matches(fields):
+            self._to(switch, lambda dp, match=match: parser.OFPFlowMod(
+                dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_ADD, priority=priority,
+                cookie=entry, flags=flags, match=parser.OFPMatch(**match),
+                instructions=instructions, **timeouts,
+            ))  # fmt: skip
+
+    def _matches(self, fields: dict) -> list[dict]:
+        """The OpenFlow matches of an entry's match fields: one, or one per direction
+        for a flow's packets with no source given."""
+        match: dict = {}
+        if "in_port" in fields:
+            match["in_port"] = ofport(fields["in_port"])
+        if "src" in fields:
+            match["eth_src"] = host_mac(fields["src"])
+        if "dst" in fields:
+            match["eth_dst"] = host_mac(fields["dst"])
+        proto = fields.get("proto")
+        if proto is not None:
+            if proto not in TRANSPORT_MATCH:
+                raise Unsupported(f"proto: the emulation matches TCP (6) and UDP (17), not {proto}")
+            match |= {"eth_type": 0x0800, "ip_proto": proto}
+        for key, side in (("src_port", 0), ("dst_port", 1)):
+            if key in fields:
+                if proto is None:
+                    raise Unsupported(
+                        f"{key}: OpenFlow matches a transport port only with proto given"
+                    )
+                match[TRANSPORT_MATCH[proto][side]] = fields[key]
+        if "flow" not in fields:
+            return [match]
+        flow = fields["flow"]
+        f = self.traffic.flows
+        if flow >= len(f["src"]):
+            raise Unsupported(f"flow: flow {flow} is not one of the scenario's flows")
+        src, dst = int(f["src"][flow]), int(f["dst"][flow])
+        sport, dport = int(f["src_port"][flow]), int(f["dst_port"][flow])
+        proto = 17 if bool(f["datagram"][flow]) else 6
+        names = TRANSPORT_MATCH[proto]
+        directions = []
+        for a, pa, b, pb in ((src, sport, dst, dport), (dst, dport, src, sport)):
+            if fields.get("src", a) == a and fields.get("dst", b) == b:
+                directions.append(match | {
+                    "eth_src": host_mac(a), "eth_dst": host_mac(b), "eth_type": 0x0800,
+                    "ip_proto": proto, names[0]: pa, names[1]: pb,
+                })  # fmt: skip
+        return directions
+
+    def _instructions(self, switch: int, fields: dict, in_port: int | None) -> list:
+        if fields.get("set_priority") is not None:
+            raise Unsupported(
+                "set_priority: the emulation does not yet map traffic classes to queues"
+            )
+        if fields.get("drop"):
+            instructions = []
+        elif "output" in fields:
+            out = fields["output"]
+            instructions = _apply(
+                [parser.OFPActionOutput(ofp.OFPP_IN_PORT if out == in_port else ofport(out))]
+            )
+        elif "group" in fields:
+            instructions = _apply([parser.OFPActionGroup(fields["group"])])
+        elif fields.get("controller"):
+            instructions = _apply(
+                [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
+            )
+        elif fields.get("flood"):
+            ports = self._flood_ports.get(switch, range(len(self.ports.neighbours[switch])))
+            instructions = _apply([parser.OFPActionOutput(ofport(p)) for p in ports])
+        else:
+            instructions = [parser.OFPInstructionGotoTable(ROUTING_TABLE)]
+        if fields.get("meter") is not None:
+            instructions = [parser.OFPInstructionMeter(fields["meter"] + 1), *instructions]
+        return instructions
+
+    def _group(self, switch: int, group: int, kind: int, buckets: list) -> None:
+        verb = ofp.OFPGC_MODIFY if (switch, group) in self._groups else ofp.OFPGC_ADD
+        self._groups.add((switch, group))
+        self._to(switch, lambda dp: parser.OFPGroupMod(dp, verb, kind, group, buckets))
+
+    def _meter(self, switch: int, meter: int, rate_bps: int, burst_bytes: int) -> None:
+        verb = ofp.OFPMC_MODIFY if (switch, meter) in self._meters else ofp.OFPMC_ADD
+        self._meters.add((switch, meter))
+        band = parser.OFPMeterBandDrop(
+            rate=max(1, round(rate_bps / self.rate_scale / 1000)),
+            burst_size=max(1, burst_bytes * 8 // 1000),
+        )
+        flags = ofp.OFPMF_KBPS | ofp.OFPMF_BURST
+        self._to(switch, lambda dp: parser.OFPMeterMod(dp, verb, flags, meter + 1, [band]))
+
+    def _packet_out(self, buffer: int, actions: list) -> None:
+        switch, in_port, data = self._buffers.pop(buffer)
+        self._to(switch, lambda dp: parser.OFPPacketOut(
+            dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofport(in_port), actions=actions, data=data,
+        ))  # fmt: skip
+
+    # ---- routing -----------------------------------------------------------------------
+
+    def install_routing(self) -> None:
+        """Table 1 on every switch: per destination, a select group over its shortest
+        paths' next hops (the simulator's ECMP)."""
+        for (switch, host), hops in sorted(next_hop_ports(self.ports).items()):
+            if not hops:
+                continue
+            group = ROUTING_GROUP_BASE + host
+            buckets = [
+                parser.OFPBucket(weight=1, actions=[parser.OFPActionOutput(ofport(p))])
+                for p in hops
+            ]
+            self._to(switch, lambda dp, group=group, buckets=buckets: parser.OFPGroupMod(
+                dp, ofp.OFPGC_ADD, ofp.OFPGT_SELECT, group, buckets
+            ))  # fmt: skip
+            self._to(switch, lambda dp, host=host, group=group: parser.OFPFlowMod(
+                dp, table_id=ROUTING_TABLE, command=ofp.OFPFC_ADD, priority=1,
+                match=parser.OFPMatch(eth_dst=host_mac(host)),
+                instructions=_apply([parser.OFPActionGroup(group)]),
+            ))  # fmt: skip
+
+    def connect(self, timeout: float) -> None:
+        """Waits for every switch, then sends what waited for them, in order."""
+        switches = [n for n, kind in enumerate(self.ports.kinds) if kind == "switch"]
+        self.channel.wait_for(switches, timeout)
+        pending, self._pending = self._pending, []
+        for switch, build in pending:
+            self._to(switch, build)
+        self._barrier(switches)
+
+    def _barrier(self, switches: list[int]) -> None:
+        """Returns once every switch has carried out what it was sent."""
+        waiting = {
+            s: self.channel.send(s, parser.OFPBarrierRequest(self.channel.connection(s)))
+            for s in switches
+        }
+        self._await(
+            lambda node, msg: (
+                isinstance(msg, parser.OFPBarrierReply) and waiting.get(node) == msg.xid
+            ),
+            len(waiting),
+        )
+
+    def _await(self, wanted: Callable[[int, object], bool], count: int) -> list[tuple[int, object]]:
+        """Polls until `count` messages satisfy `wanted`; anything else becomes an event
+        for the next dispatch."""
+        found = []
+        deadline = time.monotonic() + STATS_TIMEOUT_S
+        while len(found) < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise EmulationError(f"switches did not answer within {STATS_TIMEOUT_S} s")
+            for node, msg in self.channel.poll(left):
+                if wanted(node, msg):
+                    found.append((node, msg))
+                else:
+                    self._held += self._events(node, msg)
+        return found
+
+    # ---- running -----------------------------------------------------------------------
+
+    def run(
+        self,
+        until: int,
+        stop_when_flows_finish: bool,
+        chunks: int,
+        on_progress: Callable[[int], None] | None,
+        start: Callable[[], None],
+        events: ControlEvents,
+    ) -> bool:
+        if self._start_ns is not None:
+            raise Unsupported("an emulated network runs once: build a new one to run again")
+        self._start_ns = time.monotonic_ns()
+        self.traffic.start(self._start_ns)
+        start()
+        pipes = self.traffic.pipes()
+        for fd in pipes:
+            self.channel.selector.register(fd, 1, fd)
+        marks = [until * i // chunks for i in range(1, chunks + 1)]
+        try:
+            while True:
+                now = self.now
+                while marks and marks[0] <= now:
+                    mark = marks.pop(0)
+                    if on_progress is not None:
+                        on_progress(mark)
+                if now >= until or (stop_when_flows_finish and self.traffic.unfinished == 0):
+                    break
+                batch, self._held = self._held, []
+                batch += self._due(now)
+                next_due = min(
+                    [until, *(t[0] for t in self._timers[:1]), *(d[0] for d in self._delayed[:1])]
+                )
+                for key, mask in self.channel.selector.select(
+                    0 if batch else max(0.0, (next_due - now) / PS_PER_S)
+                ):
+                    if key.data in pipes:
+                        batch += self.traffic.read(pipes[key.data], self.to_ps)
+                    else:
+                        for node, msg in key.data(mask):
+                            batch += self._events(node, msg)
+                if batch:
+                    events(sorted(batch, key=lambda e: e.time))
+        finally:
+            for fd in pipes:
+                self.channel.selector.unregister(fd)
+        return self.traffic.unfinished == 0
+
+    def _due(self, now: int) -> list[Event]:
+        """Timers that fell due (as Tick events) and delayed commands, carried out."""
+        while self._delayed and self._delayed[0][0] <= now:
+            _, _, (command, entry) = heapq.heappop(self._delayed)
+            self._carry_out(command, entry)
+        due = []
+        while self._timers and self._timers[0][0] <= now:
+            when, _, timer, period = heapq.heappop(self._timers)
+            if timer in self._cancelled:
+                self._cancelled.discard(timer)
+                continue
+            due.append(Tick(when, timer))
+            if period is not None:
+                heapq.heappush(self._timers, (when + period, next(self._timer_ids), timer, period))
+        return due
+
+    def _events(self, node: int, msg) -> list[Event]:
+        if isinstance(msg, parser.OFPPacketIn):
+            return [self._packet_in(node, msg)]
+        if isinstance(msg, parser.OFPFlowRemoved):
+            reason = {ofp.OFPRR_IDLE_TIMEOUT: 0, ofp.OFPRR_HARD_TIMEOUT: 1}.get(msg.reason, 2)
+            return [
+                EntryRemoved(
+                    self.now,
+                    node,
+                    msg.cookie,
+                    REMOVAL_REASONS[reason],
+                    msg.packet_count,
+                    msg.byte_count,
+                )
+            ]
+        return []
+
+    def _packet_in(self, node: int, msg) -> PacketIn:
+        in_port = msg.match["in_port"] - 1
+        frame = packet.Packet(msg.data)
+        eth = frame.get_protocol(ethernet.ethernet)
+        src, dst = host_of_mac(eth.src), host_of_mac(eth.dst)
+        flow = -1
+        ip = frame.get_protocol(ipv4.ipv4)
+        if ip is not None and ip.proto in PROTOCOLS:
+            segment = frame.get_protocol(PROTOCOLS[ip.proto])
+            if segment is not None and src is not None and dst is not None:
+                flow = self._flow_of.get((src, segment.src_port, dst, segment.dst_port), -1)
+        buffer = next(self._buffer_ids)
+        self._buffers[buffer] = (node, in_port, msg.data)
+        return PacketIn(
+            self.now, node, in_port, buffer, flow,
+            -1 if src is None else src, -1 if dst is None else dst,
+            len(msg.data), msg.reason == ofp.OFPR_NO_MATCH,
+        )  # fmt: skip
+
+    # ---- counters ----------------------------------------------------------------------
+
+    def unsupported(self, what: str) -> ValueError:
+        return Unsupported(f"an emulated network cannot show its {what} yet")
+
+    def port_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
+        """OpenFlow port counters of one switch, or of every switch."""
+        switches = (
+            [n for n, k in enumerate(self.ports.kinds) if k == "switch"]
+            if switch is None
+            else [switch]
+        )
+        for s in switches:
+            self.channel.send(
+                s, parser.OFPPortStatsRequest(self.channel.connection(s), 0, ofp.OFPP_ANY)
+            )
+        replies = self._await(
+            lambda node, msg: isinstance(msg, parser.OFPPortStatsReply), len(switches)
+        )
+        rows = []
+        for node, reply in replies:
+            for stat in reply.body:
+                if 1 <= stat.port_no <= len(self.ports.neighbours[node]):
+                    port = stat.port_no - 1
+                    rows.append(
+                        (
+                            node,
+                            port,
+                            self.ports.neighbours[node][port],
+                            stat.tx_bytes,
+                            stat.tx_packets,
+                            stat.rx_bytes,
+                            stat.rx_packets,
+                            stat.tx_dropped,
+                        )
+                    )
+        rows.sort()
+        names = (
+            "node",
+            "port",
+            "peer_node",
+            "tx_bytes",
+            "tx_packets",
+            "rx_bytes",
+            "rx_packets",
+            "drop_packets",
+        )
+        types = (np.uint32, np.uint16, np.uint32, *[np.uint64] * 5)
+        return {
+            name: np.array([r[i] for r in rows], dtype=t)
+            for i, (name, t) in enumerate(zip(names, types, strict=True))
+        }
+
+    def entry_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
+        """The programs' entries (table 0, the table-miss entry left out)."""
+        switches = (
+            [n for n, k in enumerate(self.ports.kinds) if k == "switch"]
+            if switch is None
+            else [switch]
+        )
+        for s in switches:
+            self.channel.send(
+                s, parser.OFPFlowStatsRequest(self.channel.connection(s), table_id=PROGRAM_TABLE)
+            )
+        replies = self._await(
+            lambda node, msg: isinstance(msg, parser.OFPFlowStatsReply), len(switches)
+        )
+        rows = sorted(
+            (node, stat.cookie, stat.priority, stat.packet_count, stat.byte_count)
+            for node, reply in replies
+            for stat in reply.body
+            if stat.priority > 0 or len(stat.match.fields) > 0
+        )
+        names = ("switch", "entry", "priority", "packets", "bytes")
+        types = (np.uint32, np.uint32, np.uint16, np.uint64, np.uint64)
+        return {
+            name: np.array([r[i] for r in rows], dtype=t)
+            for i, (name, t) in enumerate(zip(names, types, strict=True))
+        }
+
+    def flow_rows(self) -> dict[str, np.ndarray]:
+        return self.traffic.table(self.to_ps)
+
+
+def _apply(actions: list) -> list:
+    return [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
+
+
+def _seconds(ps: int | None, name: str) -> int:
+    """An entry timeout in OpenFlow's whole seconds (0: none)."""
+    if ps is None:
+        return 0
+    if ps % PS_PER_S:
+        raise Unsupported(
+            f"{name}: OpenFlow counts timeouts in whole seconds, got {ps / PS_PER_S:g} s"
+        )
+    return ps // PS_PER_S

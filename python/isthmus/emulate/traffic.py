@@ -1,0 +1,222 @@
+"""The scenario's flows as real traffic: one runner (`runner.py`) per host in its
+namespace, each given the flows it sends and expects, all started on one clock; their
+reports become the control plane's flow events and, at the end, the flow table."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from isthmus.control.events import Event, FlowArrival, FlowFinished
+from isthmus.emulate.footprint import Footprint
+from isthmus.emulate.network import EmulatedNetwork, host_ip
+from isthmus.emulate.system import EmulationError
+
+RUNNER = Path(__file__).with_name("runner.py")
+KERNEL_CONGESTION_CONTROL = {"tcp": "reno", "cubic": "cubic", "dctcp": "dctcp"}
+"""The kernel's algorithm closest to each transport: the engine's `tcp` is NewReno."""
+RUNNER_START_TIMEOUT_S = 30.0
+
+
+@dataclass
+class FlowRecord:
+    """What the runners reported of one flow (times: CLOCK_MONOTONIC ns; None: not
+    yet)."""
+
+    arrival_ns: int | None = None
+    first_ns: int | None = None
+    finished_ns: int | None = None
+    bytes_received: int = 0
+    sent_ns: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class Traffic:
+    """The flows (the simulation's flow table: src, dst, src_port, dst_port,
+    size_bytes, start_ps) and the kernel congestion control they run."""
+
+    flows: dict[str, np.ndarray]
+    congestion_control: str
+    records: list[FlowRecord] = field(default_factory=list)
+    start_ns: int = 0
+    _runners: dict[int, subprocess.Popen] = field(default_factory=dict)
+    _partial: dict[int, bytes] = field(default_factory=dict)
+    _ready: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.records = [FlowRecord() for _ in range(len(self.flows["src"]))]
+
+    @property
+    def unfinished(self) -> int:
+        return sum(
+            r.finished_ns is None or r.bytes_received < int(size)
+            for r, size in zip(self.records, self.flows["size_bytes"], strict=True)
+        )
+
+    def plans(self, duration_ns: int) -> dict[int, dict]:
+        """Each host's runner plan."""
+        f = self.flows
+        hosts = sorted(set(f["src"].tolist()) | set(f["dst"].tolist()))
+        plans = {h: {"incoming": [], "outgoing": [], "duration_ns": duration_ns} for h in hosts}
+        for flow in range(len(f["src"])):
+            src, dst = int(f["src"][flow]), int(f["dst"][flow])
+            sport, dport = int(f["src_port"][flow]), int(f["dst_port"][flow])
+            size, start_ps = int(f["size_bytes"][flow]), int(f["start_ps"][flow])
+            plans[dst]["incoming"].append([flow, host_ip(src), sport, dport, size])
+            plans[src]["outgoing"].append(
+                [flow, host_ip(dst), sport, dport, size, start_ps // 1000, self.congestion_control]
+            )
+        return plans
+
+    def launch(self, network: EmulatedNetwork, footprint: Footprint, duration_ns: int) -> None:
+        """Starts every host's runner and waits until each listens."""
+        for host, plan in self.plans(duration_ns).items():
+            path = footprint.directory / f"plan-{host}.json"
+            path.write_text(json.dumps(plan))
+            runner = subprocess.Popen(
+                ["ip", "netns", "exec", network.host_namespace(host), sys.executable, "-u",
+                 str(RUNNER), str(path)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True,
+            )  # fmt: skip
+            os.set_blocking(runner.stdout.fileno(), False)
+            self._runners[host] = runner
+            footprint.add_process(runner.pid)
+        deadline = time.monotonic() + RUNNER_START_TIMEOUT_S
+        while len(self._ready) < len(self._runners):
+            waiting = {fd: host for fd, host in self.pipes().items() if host not in self._ready}
+            readable, _, _ = select.select(
+                list(waiting), [], [], max(0.0, deadline - time.monotonic())
+            )
+            if not readable:
+                late = sorted(waiting.values())
+                raise EmulationError(
+                    f"the traffic runners of hosts {late} did not start within "
+                    f"{RUNNER_START_TIMEOUT_S} s"
+                )
+            for fd in readable:
+                host = waiting[fd]
+                self.read(host, lambda ns: ns)
+                runner = self._runners[host]
+                if host not in self._ready and runner.poll() is not None:
+                    why = runner.stderr.read().decode(errors="replace").strip().splitlines()
+                    raise EmulationError(
+                        f"host {host}'s traffic runner stopped: {' '.join(why[-2:])}"
+                    )
+
+    def start(self, start_ns: int) -> None:
+        """Tells every runner the common start time (CLOCK_MONOTONIC ns)."""
+        self.start_ns = start_ns
+        for runner in self._runners.values():
+            runner.stdin.write(f"{start_ns}\n".encode())
+            runner.stdin.flush()
+
+    def pipes(self) -> dict[int, int]:
+        """The runners' report pipes: file descriptor -> host."""
+        return {r.stdout.fileno(): host for host, r in self._runners.items()}
+
+    def read(self, host: int, to_ps: Callable[[int], int]) -> list[Event]:
+        """What host `host`'s runner reported since the last read, as control events;
+        `to_ps` turns a CLOCK_MONOTONIC ns time into the plane's ps."""
+        runner = self._runners[host]
+        data = self._partial.pop(host, b"") + (runner.stdout.read() or b"")
+        *lines, rest = data.split(b"\n")
+        if rest:
+            self._partial[host] = rest
+        events = []
+        for line in lines:
+            report = json.loads(line)
+            if report["kind"] == "ready":
+                self._ready.add(host)
+            elif report["kind"] != "done":
+                events += self._record(report, to_ps)
+        return events
+
+    def _record(self, report: dict, to_ps: Callable[[int], int]) -> list[Event]:
+        kind = report["kind"]
+        flow = report["flow"]
+        if flow < 0:
+            raise EmulationError(
+                f"a host received a connection no flow of the scenario made: {report}"
+            )
+        record = self.records[flow]
+        if kind == "error":
+            record.error = report["error"]
+            return []
+        if kind == "arrival":
+            record.arrival_ns = report["time_ns"]
+            f = self.flows
+            return [
+                FlowArrival(
+                    to_ps(record.arrival_ns),
+                    flow,
+                    int(f["src"][flow]),
+                    int(f["dst"][flow]),
+                    int(f["size_bytes"][flow]),
+                )
+            ]
+        if kind == "sent":
+            record.sent_ns = report["time_ns"]
+            record.error = record.error or report["error"]
+            return []
+        if kind == "finished":
+            record.finished_ns = report["time_ns"]
+            record.first_ns = report["first_ns"]
+            record.bytes_received = report["bytes"]
+            return [FlowFinished(to_ps(record.finished_ns), flow)]
+        raise EmulationError(
+            f"a traffic runner reported {report}, which this version does not know"
+        )
+
+    def stop(self) -> None:
+        for runner in self._runners.values():
+            if runner.poll() is None:
+                runner.terminate()
+        for runner in self._runners.values():
+            try:
+                runner.wait(10)
+            except subprocess.TimeoutExpired:
+                runner.kill()
+                runner.wait()
+            for pipe in (runner.stdin, runner.stdout, runner.stderr):
+                pipe.close()
+        self._runners.clear()
+
+    def table(self, to_ps: Callable[[int], int]) -> dict[str, np.ndarray]:
+        """The flow table in the simulator's columns where the emulation measures them
+        (times in ps from the start, -1 where the event did not happen)."""
+
+        def times(values):
+            return np.array([-1 if v is None else to_ps(v) for v in values], dtype=np.int64)
+
+        f = self.flows
+        r = self.records
+        return {
+            "src": f["src"],
+            "src_port": f["src_port"],
+            "dst_port": f["dst_port"],
+            "subflows": f["subflows"],
+            "datagram": f["datagram"],
+            "dst": f["dst"],
+            "size_bytes": f["size_bytes"],
+            "start_ps": times([x.arrival_ns for x in r]),
+            "first_delivery_ps": times([x.first_ns for x in r]),
+            "last_delivery_ps": times([x.finished_ns for x in r]),
+            "finish_ps": times(
+                [
+                    x.finished_ns if x.bytes_received >= int(s) else None
+                    for x, s in zip(r, f["size_bytes"], strict=True)
+                ]
+            ),
+            "bytes_received": np.array([x.bytes_received for x in r], dtype=np.uint64),
+        }
