@@ -13,6 +13,7 @@ from grimp import Layer
 LAYERS = [
     ("isthmus.entry",),
     ("isthmus.cli",),
+    ("isthmus.emulate",),
     ("isthmus.bench", "isthmus.sweep", "isthmus.studies"),
     ("isthmus.experiments",),
     ("isthmus.report", "isthmus.query"),

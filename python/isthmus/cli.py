@@ -280,6 +280,71 @@ def run(
     _print_expectations(spec, summary)
 
 
+@app.command()
+def emulate(
+    scenario: str = typer.Argument(
+        None, help="A scenario file, or the name of a bundled one (not with --clean)."
+    ),
+    seed: int | None = typer.Option(None, help="Override the scenario's seed."),
+    out: Path | None = typer.Option(
+        None, callback=_output_folder, help="Run folder to write (default runs/NAME-emulated-...)."
+    ),
+    scale: float = typer.Option(
+        1.0, help="Divide every link rate by this (userspace Open vSwitch forwards ~1 Gb/s)."
+    ),
+    ignore_delay_below: str = typer.Option(
+        "0s",
+        help="Leave out link delays below this (the switches' own latency is larger), "
+        "e.g. where the kernel has no netem.",
+    ),
+    clean: bool = typer.Option(
+        False, "--clean", help="Remove what killed emulation runs left behind, and nothing else."
+    ),
+) -> None:
+    """Run a scenario on real switches: Open vSwitch bridges driven over OpenFlow 1.3 by
+    the scenario's control apps, hosts in network namespaces running Linux TCP (needs
+    root, openvswitch-switch, ethtool and `pip install 'isthmus[emulate]'`)."""
+    try:
+        from isthmus import emulate as emulation
+    except ImportError as e:
+        _fail(
+            f"isthmus emulate needs the emulate extra ({e.name} is missing): "
+            "pip install 'isthmus[emulate]'"
+        )
+    if clean:
+        if scenario is not None:
+            _fail("--clean takes no scenario: it removes what killed runs left behind")
+        removed = emulation.clean()
+        console.print(f"removed {len(removed)} leftovers" + "".join(f"\n  {r}" for r in removed))
+        return
+    if scenario is None:
+        _fail("give a scenario to emulate (or --clean)")
+    try:
+        path = resolve_scenario(scenario)
+        spec = load_scenario(path)
+        if out is None:
+            stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+            out = Path("runs") / f"{spec.name}-emulated-{stamp}"
+        check_output(out, "--out", folder=True, new=True)
+        result = emulation.emulate(
+            spec,
+            seed=seed,
+            base=path.parent,
+            rate_scale=scale,
+            ignore_delay_below=ignore_delay_below,
+        )
+    except (ScenarioError, ValueError, emulation.EmulationError) as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        _fail("stopped by Ctrl-C; everything the run made is removed")
+    folder = emulation.write_run(result, out)
+    table = Table(title=f"{spec.name} (emulated)", show_header=False)
+    for key, value in result.summary.items():
+        table.add_row(key, str(value))
+    console.print(table)
+    console.print(f"run folder: {folder}")
+
+
 def _report_abandoned_partials() -> None:
     """Removes the half-written run folders of runs killed outright, wherever they were
     writing, and says so: the user may wonder where a run's output went."""

@@ -111,7 +111,7 @@ class Footprint:
         directory of this run, then its record; returns what it removed."""
         removed = []
         for pid, started in reversed(self.processes):
-            if started is not None and process_start(pid) == started:
+            if alive(pid, started):
                 _stop(pid)
                 removed.append(f"process {pid}")
         for name in self.interfaces:
@@ -128,6 +128,12 @@ class Footprint:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         return removed
+
+
+def alive(pid: int, started: int | None) -> bool:
+    """Whether the process that started as `pid` at `started` still runs (a zombie,
+    waiting for a parent to read its exit, does not)."""
+    return started is not None and process_start(pid) == started and _running(pid)
 
 
 def _stop(pid: int) -> None:

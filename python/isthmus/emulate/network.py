@@ -143,7 +143,10 @@ class EmulatedNetwork:
         command(
             "ip", "link", "add", end_a, "type", "veth", "peer", "name", end_b, what="making a link"
         )
+        # Both ends: the one left in this namespace is deleted with its pair, at once
+        # (deleting a namespace takes its ends with it only some time later).
         self.footprint.add_interface(end_a)
+        self.footprint.add_interface(end_b)
         for node, port, end in ((a, port_a, end_a), (b, port_b, end_b)):
             if self.kinds[node] == "host":
                 self._into_host(node, port, end)
@@ -189,6 +192,9 @@ class EmulatedNetwork:
         self._shape(name, self.shapes[(node, port)], namespace)
 
     def _onto_bridge(self, node: int, port: int, end: str) -> None:
+        # Its own stack would send IPv6 neighbour discovery out of it, into the network.
+        setting = f"net.ipv6.conf.{end}.disable_ipv6=1"
+        command("sysctl", "-q", "-w", setting, what="turning IPv6 off on a switch port")
         command("ip", "link", "set", "dev", end, "mtu", str(MTU), "up", what="switch interface")
         self._shape(end, self.shapes[(node, port)], None)
         self.ovs.vsctl(

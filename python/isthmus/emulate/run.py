@@ -141,6 +141,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     footprint.remove()
     down_s = time.monotonic() - down_started
     summary = _summary(spec, plan, flows, all_finished, up_s, down_s)
+    summary["foreign_packet_ins"] = seam.foreign_frames
     return EmulatedRun(flows, ports, plane, all_finished, up_s, down_s, summary)
 
 

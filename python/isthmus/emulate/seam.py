@@ -77,6 +77,8 @@ class OpenFlowSeam(Seam):
         self._pending: list[tuple[int, object]] = []
         self._delayed: list[tuple[int, int, commands.Command]] = []
         self._held: list[Event] = []
+        self.foreign_frames = 0
+        """Packet-ins of frames not between two hosts (dropped, not handed up)."""
         # Flow id by its packets' (src host, src port, dst host, dst port), both ways.
         f = traffic.flows
         self._flow_of: dict[tuple[int, int, int, int], int] = {}
@@ -316,12 +318,15 @@ class OpenFlowSeam(Seam):
 
     def connect(self, timeout: float) -> None:
         """Waits for every switch, then sends what waited for them, in order."""
-        switches = [n for n, kind in enumerate(self.ports.kinds) if kind == "switch"]
+        switches = self._switches()
         self.channel.wait_for(switches, timeout)
         pending, self._pending = self._pending, []
         for switch, build in pending:
             self._to(switch, build)
         self._barrier(switches)
+
+    def _switches(self) -> list[int]:
+        return [n for n, kind in enumerate(self.ports.kinds) if kind == "switch"]
 
     def _barrier(self, switches: list[int]) -> None:
         """Returns once every switch has carried out what it was sent."""
@@ -365,9 +370,12 @@ class OpenFlowSeam(Seam):
     ) -> bool:
         if self._start_ns is not None:
             raise Unsupported("an emulated network runs once: build a new one to run again")
+        # The programs start at time 0, as in the simulator: what they install at the
+        # start is in place before the first packet.
+        start()
+        self._barrier(self._switches())
         self._start_ns = time.monotonic_ns()
         self.traffic.start(self._start_ns)
-        start()
         pipes = self.traffic.pipes()
         for fd in pipes:
             self.channel.selector.register(fd, 1, fd)
@@ -419,7 +427,10 @@ class OpenFlowSeam(Seam):
 
     def _events(self, node: int, msg) -> list[Event]:
         if isinstance(msg, parser.OFPPacketIn):
-            return [self._packet_in(node, msg)]
+            event = self._packet_in(node, msg)
+            if event is None:
+                return []
+            return [event]
         if isinstance(msg, parser.OFPFlowRemoved):
             reason = {ofp.OFPRR_IDLE_TIMEOUT: 0, ofp.OFPRR_HARD_TIMEOUT: 1}.get(msg.reason, 2)
             return [
@@ -434,23 +445,32 @@ class OpenFlowSeam(Seam):
             ]
         return []
 
-    def _packet_in(self, node: int, msg) -> PacketIn:
+    def _packet_in(self, node: int, msg) -> PacketIn | None:
+        """The packet-in as the simulator gives it; None for a frame of none of the
+        scenario's flows (a program knows hosts and flows only: it is counted, and
+        dropped)."""
         in_port = msg.match["in_port"] - 1
         frame = packet.Packet(msg.data)
         eth = frame.get_protocol(ethernet.ethernet)
         src, dst = host_of_mac(eth.src), host_of_mac(eth.dst)
-        flow = -1
+        hosts = len(self.ports.host_node)
+        if src is None or dst is None or src >= hosts or dst >= hosts:
+            self.foreign_frames += 1
+            return None
+        flow = None
         ip = frame.get_protocol(ipv4.ipv4)
         if ip is not None and ip.proto in PROTOCOLS:
             segment = frame.get_protocol(PROTOCOLS[ip.proto])
-            if segment is not None and src is not None and dst is not None:
-                flow = self._flow_of.get((src, segment.src_port, dst, segment.dst_port), -1)
+            if segment is not None:
+                flow = self._flow_of.get((src, segment.src_port, dst, segment.dst_port))
+        if flow is None:
+            self.foreign_frames += 1
+            return None
         buffer = next(self._buffer_ids)
         self._buffers[buffer] = (node, in_port, msg.data)
         return PacketIn(
-            self.now, node, in_port, buffer, flow,
-            -1 if src is None else src, -1 if dst is None else dst,
-            len(msg.data), msg.reason == ofp.OFPR_NO_MATCH,
+            self.now, node, in_port, buffer, flow, src, dst, len(msg.data),
+            msg.reason == ofp.OFPR_NO_MATCH,
         )  # fmt: skip
 
     # ---- counters ----------------------------------------------------------------------
@@ -460,11 +480,7 @@ class OpenFlowSeam(Seam):
 
     def port_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
         """OpenFlow port counters of one switch, or of every switch."""
-        switches = (
-            [n for n, k in enumerate(self.ports.kinds) if k == "switch"]
-            if switch is None
-            else [switch]
-        )
+        switches = self._switches() if switch is None else [switch]
         for s in switches:
             self.channel.send(
                 s, parser.OFPPortStatsRequest(self.channel.connection(s), 0, ofp.OFPP_ANY)
@@ -508,11 +524,7 @@ class OpenFlowSeam(Seam):
 
     def entry_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
         """The programs' entries (table 0, the table-miss entry left out)."""
-        switches = (
-            [n for n, k in enumerate(self.ports.kinds) if k == "switch"]
-            if switch is None
-            else [switch]
-        )
+        switches = self._switches() if switch is None else [switch]
         for s in switches:
             self.channel.send(
                 s, parser.OFPFlowStatsRequest(self.channel.connection(s), table_id=PROGRAM_TABLE)

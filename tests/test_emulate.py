@@ -1,0 +1,354 @@
+"""The emulation back-end (isthmus.emulate): what it refuses before anything starts, how
+it translates commands to OpenFlow (both without a network), and, where the machine
+can (root, Open vSwitch, ethtool: CI installs them), real runs: the same apps moving
+real bytes over Open vSwitch, port counters that agree with the bytes, link rates the
+traffic cannot beat, and nothing left behind, also after a SIGKILL and `--clean`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("os_ken", reason="the emulate extra (os-ken) is not installed")
+
+from isthmus.control import commands  # noqa: E402
+from isthmus.emulate import footprint as footprints  # noqa: E402
+from isthmus.emulate.network import host_mac  # noqa: E402
+from isthmus.emulate.run import emulate, write_run  # noqa: E402
+from isthmus.emulate.scope import scope  # noqa: E402
+from isthmus.emulate.seam import OpenFlowSeam, Unsupported  # noqa: E402
+from isthmus.emulate.system import Capabilities, missing_tools  # noqa: E402
+from isthmus.emulate.traffic import Traffic  # noqa: E402
+from isthmus.scenario import ScenarioError, parse_scenario  # noqa: E402
+
+ISTHMUS = str(Path(sys.executable).with_name("isthmus"))
+
+ALL_QDISCS = frozenset({"htb", "pfifo", "bfifo", "tbf", "netem"})
+NO_NETEM = frozenset({"htb", "pfifo", "bfifo", "tbf"})
+
+
+def scenario(
+    *,
+    rate: str = "100Mbps",
+    delay: str = "0s",
+    size: str = "1MB",
+    control: str = "",
+    network: str = "",
+    duration: str = "20s",
+    traffic: str | None = None,
+    queue: str = "100pkts",
+) -> str:
+    """Two leaves, two spines (a loop for floods), two hosts per leaf; every host sends
+    one flow to another (a permutation)."""
+    traffic = (
+        traffic
+        or f"""
+[[traffic]]
+kind = "flows"
+pattern = "permutation"
+arrivals = {{ kind = "batch" }}
+sizes = {{ min = "{size}", max = "{size}" }}
+stop = "1ms"
+transport = "cubic"
+"""
+    )
+    return f"""
+name = "emulation-test"
+[topology]
+kind = "leaf_spine"
+spines = 2
+leaves = 2
+hosts_per_leaf = 2
+host_link = {{ rate = "{rate}", delay = "{delay}" }}
+fabric_link = {{ rate = "{rate}", delay = "{delay}" }}
+[network]
+switch_queue = "{queue}"
+host_queue = "100pkts"
+{network}
+{traffic}
+{control}
+[run]
+duration = "{duration}"
+stop_when = "flows_finished"
+"""
+
+
+def _scope(text: str, qdiscs=ALL_QDISCS, **kwargs):
+    spec = parse_scenario(text)
+    sim = spec.model_copy(update={"control": None}).build()
+    kwargs = {"rate_scale": 1.0, "ignore_delay_below_ps": 0} | kwargs
+    return scope(spec, sim, Capabilities(qdiscs, frozenset({"reno", "cubic"}), True), **kwargs)
+
+
+# ---- refused before anything starts, by field ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        (scenario(network='ecn_threshold = "20pkts"'), "network.ecn_threshold"),
+        (scenario(network='routing = "spray"'), "network.routing"),
+        (scenario(rate="10Gbps"), "--scale"),
+        (
+            scenario(
+                traffic='[[traffic]]\nkind = "udp"\npattern = "pairs"\npairs = [[0, 1]]\n'
+                'rate = "1Mbps"\narrivals = "constant"\nstop = "1ms"'
+            ),
+            "traffic[0]",
+        ),
+        (scenario() + '[tcp]\nmin_rto = "1ms"\n', "tcp.min_rto"),
+    ],
+)
+def test_what_the_emulation_cannot_carry_out_is_refused_by_field(text, named):
+    with pytest.raises(ScenarioError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        _scope(text)
+
+
+def test_a_link_delay_needs_netem_or_a_stated_bound_below_which_it_is_left_out():
+    text = scenario(delay="1us")
+    with pytest.raises(ScenarioError, match="no 'netem' qdisc"):
+        _scope(text, NO_NETEM)
+    # Below a stated bound the delay is left out, and the plan says so; with netem it stays.
+    left_out = _scope(text, NO_NETEM, ignore_delay_below_ps=2_000_000)
+    assert {shape.delay_us for shape in left_out.shapes.values()} == {0.0}
+    kept = _scope(text, ALL_QDISCS)
+    assert {shape.delay_us for shape in kept.shapes.values()} == {1.0}
+
+
+def test_rates_scale_down_by_the_stated_factor_and_queues_keep_their_unit():
+    plan = _scope(scenario(rate="10Gbps", queue="30KB"), rate_scale=20)
+    rates = {shape.rate_bps for shape in plan.shapes.values()}
+    assert rates == {500_000_000}
+    queues = {(shape.queue.limit, shape.queue.in_bytes) for shape in plan.shapes.values()}
+    assert queues == {(100, False), (30_000, True)}  # hosts in packets, switches in bytes
+
+
+# ---- commands to OpenFlow, without a network -------------------------------------------
+
+
+class _Connection:
+    from os_ken.ofproto import ofproto_v1_3 as ofproto
+    from os_ken.ofproto import ofproto_v1_3_parser as ofproto_parser
+
+    def set_xid(self, msg) -> None:
+        msg.set_xid(1)
+
+
+class _Channel:
+    """Keeps what the seam sends, as a connected switch would receive it."""
+
+    def __init__(self, switches):
+        self.switches = {s: _Connection() for s in switches}
+        self.sent: list[tuple[int, object]] = []
+
+    def connection(self, node):
+        return self.switches[node]
+
+    def send(self, node, msg):
+        self.sent.append((node, msg))
+        return 1
+
+
+def _seam():
+    spec = parse_scenario(scenario())
+    sim = spec.build()
+    channel = _Channel([n for n, k in enumerate(sim.topology.nodes()["kind"]) if k == "switch"])
+    seam = OpenFlowSeam(sim.topology, None, channel, Traffic(sim.flows(), "cubic"), 1.0)
+    return sim, seam, channel
+
+
+def test_an_entry_matching_a_flow_matches_its_packets_each_way_by_their_ports():
+    sim, seam, channel = _seam()
+    flows = sim.flows()
+    flow = 0
+    src, dst = int(flows["src"][flow]), int(flows["dst"][flow])
+    sport, dport = int(flows["src_port"][flow]), int(flows["dst_port"][flow])
+    switch = 0
+    entry = seam.send(0, commands.InstallEntry(switch, 7, {"flow": flow, "output": 1}))
+    both = [msg for _, msg in channel.sent]
+    assert len(both) == 2 and {m.cookie for m in both} == {entry}
+    matches = [dict(m.match.items()) for m in both]
+    assert {"eth_src": host_mac(src), "tcp_src": sport, "tcp_dst": dport}.items() <= matches[
+        0
+    ].items()
+    assert {"eth_src": host_mac(dst), "tcp_src": dport, "tcp_dst": sport}.items() <= matches[
+        1
+    ].items()
+    assert all(m.priority == 7 and m.table_id == 0 for m in both)
+    # With the source given, only that direction.
+    channel.sent.clear()
+    seam.send(0, commands.InstallEntry(switch, 7, {"flow": flow, "src": src, "output": 1}))
+    assert len(channel.sent) == 1
+    assert dict(channel.sent[0][1].match.items())["tcp_src"] == sport
+
+
+def test_ports_count_from_one_in_openflow_and_no_action_means_the_routing_table():
+    _, seam, channel = _seam()
+    seam.send(0, commands.InstallEntry(0, 3, {"in_port": 0, "dst": 2, "output": 1}))
+    seam.send(0, commands.InstallEntry(0, 3, {"dst": 1}))
+    to_port, to_routing = (msg for _, msg in channel.sent)
+    assert dict(to_port.match.items())["in_port"] == 1
+    assert to_port.instructions[0].actions[0].port == 2
+    assert to_routing.instructions[0].table_id == 1
+
+
+def test_a_command_the_emulation_cannot_carry_out_is_refused_by_name():
+    _, seam, channel = _seam()
+    with pytest.raises(Unsupported, match="Pace"):
+        seam.send(0, commands.Pace(0, 1_000_000))
+    with pytest.raises(Unsupported, match="whole seconds"):
+        seam.send(0, commands.InstallEntry(0, 1, {"dst": 1, "idle_timeout": 5 * 10**9}))
+    assert not channel.sent
+
+
+# ---- real runs ---------------------------------------------------------------------------
+
+needs_machine = pytest.mark.skipif(
+    os.geteuid() != 0 or bool(missing_tools()),
+    reason="emulation needs root and " + ", ".join(missing_tools()),
+)
+
+
+def _leftovers(tag: str) -> list[str]:
+    found = (
+        [n for n in os.listdir("/run/netns") if n.startswith(f"isthmus-{tag}")]
+        if Path("/run/netns").is_dir()
+        else []
+    )
+    found += [n for n in os.listdir("/sys/class/net") if n.startswith(f"ix{tag}")]
+    if (footprints.STATE_DIR / f"{tag}.json").exists():
+        found.append(f"record {tag}")
+    return found
+
+
+def _own_runs() -> set[str]:
+    return {f.tag for f in footprints.recorded()}
+
+
+@needs_machine
+@pytest.mark.parametrize("app", ["l2_learning", "ecmp"])
+def test_the_same_apps_move_real_bytes_over_open_vswitch(app):
+    miss = "controller" if app == "l2_learning" else "drop"
+    control = f'[control]\nmiss = "{miss}"\napps = [{{ name = "{app}" }}]\n'
+    seen: list[str] = []
+    run = emulate(
+        parse_scenario(scenario(control=control)),
+        before_run=lambda s: seen.append(s.network.footprint.tag),
+    )
+    flows = run.flows
+    # Every flow's every byte arrived, over a network whose table-miss sends to the
+    # controller (l2_learning answers) or drops (ECMP's entries carry everything).
+    assert run.all_finished
+    assert (flows["bytes_received"] == flows["size_bytes"]).all()
+    assert (flows["finish_ps"] > flows["start_ps"]).all()
+    if app == "l2_learning":
+        learner = run.plane.controllers[0]
+        assert learner.packet_ins > 0 and learner.floods > 0
+    # Each switch port towards a host sent that host at least the payload it received,
+    # and no more than the payload with headers (66 of 1514 bytes a segment) plus the
+    # host's own flow's acknowledgements.
+    ports = run.ports
+    kinds = run.plane.ports.kinds
+    host_node = run.plane.ports.host_node
+    for host, node in enumerate(host_node):
+        row = np.flatnonzero(ports["peer_node"] == node)
+        assert len(row) == 1
+        tx = int(ports["tx_bytes"][row[0]])
+        received = int(flows["bytes_received"][flows["dst"] == host].sum())
+        sent = int(flows["size_bytes"][flows["src"] == host].sum())
+        assert received <= tx <= received * 1514 / 1448 + sent * 0.06 + 20_000, (host, tx)
+    assert kinds.count("switch") == 4
+    assert _leftovers(seen[0]) == []
+
+
+@needs_machine
+def test_no_flow_beats_its_link_rate():
+    rate_bps, size = 20_000_000, 1_000_000
+    run = emulate(parse_scenario(scenario(rate="20Mbps", size="1MB")))
+    fct_s = (run.flows["finish_ps"] - run.flows["start_ps"]) / 1e12
+    # 1 MB of payload takes 0.4 s at 20 Mb/s before headers, which only add to it.
+    assert (fct_s >= size * 8 / rate_bps).all(), fct_s
+    # ... and a lone TCP flow on an idle path gets most of the link (headroom for slow start).
+    assert (fct_s < 3 * size * 8 / rate_bps).all(), fct_s
+
+
+def _start_long_run(tmp_path: Path) -> tuple[subprocess.Popen, footprints.Footprint]:
+    """`isthmus emulate` of flows that take a minute, once its network and runners are
+    up: its process and its record."""
+    path = tmp_path / "long.toml"
+    path.write_text(scenario(rate="1Mbps", size="8MB", duration="120s"))
+    before = _own_runs()
+    process = subprocess.Popen(
+        [ISTHMUS, "emulate", str(path), "--out", str(tmp_path / "run")],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        mine = [f for f in footprints.recorded() if f.tag not in before and f.owner == process.pid]
+        # Two daemons and four runners: the traffic runs.
+        if mine and len(mine[0].processes) >= 6:
+            time.sleep(0.5)
+            return process, mine[0]
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    process.kill()
+    raise AssertionError("the emulation did not come up within 60 s")
+
+
+@needs_machine
+def test_sigterm_takes_everything_down(tmp_path):
+    process, record = _start_long_run(tmp_path)
+    assert _leftovers(record.tag)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert b"SIGTERM" in err
+    assert _leftovers(record.tag) == []
+    assert not any(footprints.alive(pid, start) for pid, start in record.processes)
+    assert not (tmp_path / "run").exists()
+
+
+@needs_machine
+def test_after_a_sigkill_clean_removes_that_run_and_nothing_else(tmp_path):
+    bystander = "isthmus-ffff-n0"  # named like a run's, but on no record
+    subprocess.run(["ip", "netns", "add", bystander], check=True)
+    try:
+        process, record = _start_long_run(tmp_path)
+        process.kill()
+        process.communicate()
+        # Killed outright, it could remove nothing: its daemons and hosts are still there.
+        assert _leftovers(record.tag)
+        assert any(footprints.alive(p, s) for p, s in record.processes)
+        done = subprocess.run(
+            [ISTHMUS, "emulate", "--clean"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert f"namespace isthmus-{record.tag}" in done.stdout
+        assert _leftovers(record.tag) == []
+        assert not any(footprints.alive(p, s) for p, s in record.processes)
+        assert not Path(record.run_dir).exists()
+        assert Path(f"/run/netns/{bystander}").exists()
+    finally:
+        subprocess.run(["ip", "netns", "del", bystander], check=False)
+
+
+@needs_machine
+def test_a_run_folder_holds_the_flow_and_port_tables(tmp_path):
+    run = emulate(parse_scenario(scenario(size="200KB")))
+    folder = write_run(run, tmp_path / "run")
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["flows_finished"] == summary["flows"] == 4
+    assert summary["bytes_delivered"] == 4 * 200_000
+    assert {p.name for p in folder.iterdir()} == {"summary.json", "flows.parquet", "ports.parquet"}
