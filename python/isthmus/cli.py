@@ -300,12 +300,18 @@ def emulate(
     clean: bool = typer.Option(
         False, "--clean", help="Remove what killed emulation runs left behind, and nothing else."
     ),
+    compare: bool = typer.Option(
+        False,
+        "--compare",
+        help="Also run the scenario in the simulator (Linux hosts) and show both side by side.",
+    ),
 ) -> None:
     """Run a scenario on real switches: Open vSwitch bridges driven over OpenFlow 1.3 by
     the scenario's control apps, hosts in network namespaces running Linux TCP (needs
     root, openvswitch-switch, ethtool and `pip install 'isthmus[emulate]'`)."""
     try:
         from isthmus import emulate as emulation
+        from isthmus.emulate.compare import side_by_side
     except ImportError as e:
         _fail(
             f"isthmus emulate needs the emulate extra ({e.name} is missing): "
@@ -333,15 +339,23 @@ def emulate(
             rate_scale=scale,
             ignore_delay_below=ignore_delay_below,
         )
+        comparison = side_by_side(spec, result, seed, path.parent) if compare else None
     except (ScenarioError, ValueError, emulation.EmulationError) as e:
         _fail(str(e))
     except KeyboardInterrupt:
         _fail("stopped by Ctrl-C; everything the run made is removed")
-    folder = emulation.write_run(result, out)
+    folder = emulation.write_run(result, out, comparison)
     table = Table(title=f"{spec.name} (emulated)", show_header=False)
     for key, value in result.summary.items():
         table.add_row(key, str(value))
     console.print(table)
+    if comparison is not None:
+        table = Table(
+            "figure", "simulated", "emulated", "emulated / simulated", title="side by side"
+        )
+        for key, row in comparison.items():
+            table.add_row(key, *(("-" if v is None else f"{v:.4g}") for v in row.values()))
+        console.print(table)
     console.print(f"run folder: {folder}")
 
 

@@ -13,6 +13,7 @@ as in the simulator."""
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass
 
 from isthmus.emulate.footprint import Footprint
@@ -116,6 +117,19 @@ class EmulatedNetwork:
             self.ports[a] += 1
             self.ports[b] += 1
         self._neighbours()
+        self._connect()
+
+    def _connect(self) -> None:
+        """Points every bridge at the controller, last: a switch gives up on a
+        controller that has not answered its hello within a second, and the controller
+        answers once the network is built."""
+        switches = [node for node, kind in enumerate(self.kinds) if kind != "host"]
+        settings: list[str] = []
+        for node in switches:
+            name = self.bridge(node)
+            settings += ["--", "set-controller", name, self.controller]
+            settings += ["--", "set", "controller", name, "connection_mode=out-of-band"]
+        self.ovs.vsctl(*settings)
 
     def _host(self, node: int) -> None:
         namespace = self.footprint.namespace(node)
@@ -134,8 +148,6 @@ class EmulatedNetwork:
             "fail_mode=secure", "mcast_snooping_enable=false",
             f"other-config:datapath-id={datapath_id(node):016x}",
             "other-config:disable-in-band=true",
-            "--", "set-controller", name, self.controller,
-            "--", "set", "controller", name, "connection_mode=out-of-band",
         )  # fmt: skip
 
     def _link(self, a: int, port_a: int, b: int, port_b: int) -> None:
@@ -196,11 +208,15 @@ class EmulatedNetwork:
         setting = f"net.ipv6.conf.{end}.disable_ipv6=1"
         command("sysctl", "-q", "-w", setting, what="turning IPv6 off on a switch port")
         command("ip", "link", "set", "dev", end, "mtu", str(MTU), "up", what="switch interface")
-        self._shape(end, self.shapes[(node, port)], None)
+        # Open vSwitch rewrites a port's qdiscs to its QoS setting at every
+        # reconfiguration, unless that setting is linux-noop: hands off.
         self.ovs.vsctl(
             "add-port", self.bridge(node), end,
             "--", "set", "interface", end, f"ofport_request={ofport(port)}",
+            "--", "set", "port", end, "qos=@keep",
+            "--", "--id=@keep", "create", "qos", "type=linux-noop",
         )  # fmt: skip
+        self._shape(end, self.shapes[(node, port)], None)
 
     def _shape(self, device: str, shape: LinkShape, namespace: str | None) -> None:
         what = f"shaping {device}"
@@ -224,6 +240,36 @@ class EmulatedNetwork:
         else:
             leaf = shape.queue.qdisc()
         command(*tc, "parent", "1:1", "handle", "10:", *leaf, what=what, namespace=namespace)
+
+    def device(self, node: int, port: int) -> tuple[str, str | None]:
+        """The interface of node `node`'s port `port` and its namespace (None: this
+        one)."""
+        if self.kinds[node] == "host":
+            return self.host_interface(node, port), self.footprint.namespace(node)
+        return self.footprint.interface(node, port), None
+
+    def egress(self, node: int, port: int) -> dict[str, int]:
+        """The kernel's counters of a port: bytes and packets each way, and the packets
+        its queue (the leaf qdisc) dropped."""
+        device, namespace = self.device(node, port)
+        what = f"reading {device}'s counters"
+        link = json.loads(
+            command("ip", "-s", "-j", "link", "show", "dev", device, what=what, namespace=namespace)
+        )
+        stats = link[0]["stats64"]
+        qdiscs = json.loads(
+            command(
+                "tc", "-s", "-j", "qdisc", "show", "dev", device, what=what, namespace=namespace
+            )
+        )
+        drops = sum(q.get("drops", 0) for q in qdiscs if q.get("parent") == "1:1")
+        return {
+            "tx_bytes": stats["tx"]["bytes"],
+            "tx_packets": stats["tx"]["packets"],
+            "rx_bytes": stats["rx"]["bytes"],
+            "rx_packets": stats["rx"]["packets"],
+            "drop_packets": drops,
+        }
 
     def _neighbours(self) -> None:
         """Every host learns every other host's MAC address (one `ip -batch` per host)."""

@@ -88,8 +88,7 @@ class Channel:
         self._connections.append(connection)
         self.selector.register(sock, selectors.EVENT_READ, lambda mask: self._read(connection))
         connection.queue(parser.OFPHello(connection))
-        self._flush(connection)
-        return []
+        return self._flush(connection)
 
     def _read(self, connection: Connection) -> list[tuple[int, object]]:
         try:
@@ -101,11 +100,7 @@ class Channel:
         else:
             reason = "it closed the connection"
         if not data:
-            self.selector.unregister(connection.sock)
-            connection.sock.close()
-            if connection.node is not None:
-                raise EmulationError(f"switch node {connection.node} left OpenFlow: {reason}")
-            return []
+            return self._lost(connection, reason)
         connection.received += data
         handed_up = []
         for msg in connection.messages():
@@ -125,10 +120,19 @@ class Channel:
                 )
             elif connection.node is not None:
                 handed_up.append((connection.node, msg))
-        self._flush(connection)
-        return handed_up
+        return handed_up + self._flush(connection)
 
-    def _flush(self, connection: Connection) -> None:
+    def _lost(self, connection: Connection, reason: str) -> list:
+        """A connection that closed: before its handshake, a switch that gave up
+        waiting and connects again; after, a switch the run has lost."""
+        self.selector.unregister(connection.sock)
+        connection.sock.close()
+        self._connections.remove(connection)
+        if connection.node is not None:
+            raise EmulationError(f"switch node {connection.node} left OpenFlow: {reason}")
+        return []
+
+    def _flush(self, connection: Connection) -> list:
         """Sends what waits, blocking until the socket takes it all (the switch reads
         its channel continuously: this takes microseconds)."""
         while connection.outgoing:
@@ -137,7 +141,10 @@ class Channel:
             except BlockingIOError:
                 selectors.select.select([], [connection.sock], [], 1.0)
                 continue
+            except ConnectionError as e:
+                return self._lost(connection, str(e))
             del connection.outgoing[:sent]
+        return []
 
     def send(self, node: int, msg) -> int:
         """Sends `msg` to switch `node`; returns its transaction id."""

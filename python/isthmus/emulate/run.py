@@ -131,7 +131,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
             on_progress=on_progress,
         )
         flows = traffic.table(seam.to_ps)
-        ports = seam.port_rows()
+        ports = _port_table(seam, network)
         traffic.stop()
         down_started = time.monotonic()
     finally:
@@ -140,12 +140,39 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
         channel.close()
     footprint.remove()
     down_s = time.monotonic() - down_started
-    summary = _summary(spec, plan, flows, all_finished, up_s, down_s)
+    summary = _summary(spec, plan, flows, ports, all_finished, up_s, down_s)
     summary["foreign_packet_ins"] = seam.foreign_frames
     return EmulatedRun(flows, ports, plane, all_finished, up_s, down_s, summary)
 
 
-def _summary(spec, plan, flows, all_finished, up_s, down_s) -> dict:
+def _port_table(seam: OpenFlowSeam, network: EmulatedNetwork) -> dict[str, np.ndarray]:
+    """One row per port of every node, in the simulator's port order: a switch port's
+    bytes and packets from OpenFlow's port counters, a host's from its kernel's, and
+    every port's drops from its queue's qdisc."""
+    switches = seam.port_rows()
+    by_port = {
+        (int(n), int(p)): i
+        for i, (n, p) in enumerate(zip(switches["node"], switches["port"], strict=True))
+    }
+    counted = ("tx_bytes", "tx_packets", "rx_bytes", "rx_packets")
+    rows: dict[str, list[int]] = {
+        key: [] for key in ("node", "port", "peer_node", *counted, "drop_packets")
+    }
+    for node, peers in enumerate(seam.ports.neighbours):
+        for port, peer in enumerate(peers):
+            kernel = network.egress(node, port)
+            row = by_port.get((node, port))
+            for key in counted:
+                rows[key].append(kernel[key] if row is None else int(switches[key][row]))
+            rows["node"].append(node)
+            rows["port"].append(port)
+            rows["peer_node"].append(peer)
+            rows["drop_packets"].append(kernel["drop_packets"])
+    types = {"node": np.uint32, "port": np.uint16, "peer_node": np.uint32}
+    return {key: np.array(values, dtype=types.get(key, np.uint64)) for key, values in rows.items()}
+
+
+def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
     finished = flows["finish_ps"] >= 0
     fct = (flows["finish_ps"] - flows["start_ps"])[finished]
     return {
@@ -158,16 +185,20 @@ def _summary(spec, plan, flows, all_finished, up_s, down_s) -> dict:
         "flows_finished": int(finished.sum()),
         "all_finished": bool(all_finished),
         "bytes_delivered": int(flows["bytes_received"].sum()),
+        "drop_packets": int(ports["drop_packets"].sum()),
         "mean_fct_ms": float(fct.mean() / 1e9) if len(fct) else None,
         "up_s": round(up_s, 3),
         "down_s": round(down_s, 3),
     }
 
 
-def write_run(run: EmulatedRun, out: Path) -> Path:
-    """The run folder: summary.json, flows.parquet and ports.parquet."""
+def write_run(run: EmulatedRun, out: Path, comparison: dict | None = None) -> Path:
+    """The run folder: summary.json, flows.parquet and ports.parquet, and with a
+    comparison (`isthmus.emulate.compare`), compare.json."""
     out.mkdir(parents=True, exist_ok=False)
     pq.write_table(pa.table(run.flows), out / "flows.parquet")
     pq.write_table(pa.table(run.ports), out / "ports.parquet")
     (out / "summary.json").write_text(json.dumps(run.summary, indent=2) + "\n")
+    if comparison is not None:
+        (out / "compare.json").write_text(json.dumps(comparison, indent=2) + "\n")
     return out

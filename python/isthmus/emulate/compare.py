@@ -1,0 +1,67 @@
+"""A scenario in the simulator and in emulation, side by side: aggregate goodput, FCT by
+size class (the benchmark's buckets), drops and Jain's fairness of the flows'
+throughputs. The simulated run uses the Linux host profile (docs/hosts.md), the closest
+the simulator comes to the emulation's kernel TCP; both run the scenario as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from isthmus.emulate.run import EmulatedRun
+from isthmus.metrics import BUCKETS, bucket_of, nearest_rank
+from isthmus.network_metrics import jain_index
+from isthmus.scenario import Hosts, Scenario, ScenarioError
+from isthmus.simulation import Simulation
+from isthmus.units import PS_PER_SECOND
+
+
+def simulated_twin(spec: Scenario, seed: int | None, base: Path) -> Simulation:
+    """The scenario's simulation with Linux hosts, run as its [run] says (files it
+    names relative to `base`)."""
+    twin = spec.model_copy(update={"hosts": Hosts(profile="linux")})
+    sim = twin.build(seed=seed, base=base)
+    twin.execute(sim)
+    return sim
+
+
+def figures(flows: dict[str, np.ndarray], drop_packets: int) -> dict[str, float | None]:
+    """The compared figures of one run's flow table."""
+    done = flows["finish_ps"] >= 0
+    fct_ms = (flows["finish_ps"] - flows["start_ps"])[done] / 1e9
+    sizes = flows["size_bytes"][done]
+    out: dict[str, float | None] = {"flows_finished": float(done.sum())}
+    if done.any():
+        span_s = (flows["finish_ps"][done].max() - flows["start_ps"].min()) / PS_PER_SECOND
+        out["goodput_mbps"] = float(sizes.sum() * 8 / span_s / 1e6)
+        out["fairness"] = jain_index(sizes * 8 / (fct_ms / 1e3))
+    buckets = bucket_of(sizes)
+    for index, name in enumerate(BUCKETS):
+        chosen = np.sort(fct_ms if index == 0 else fct_ms[buckets == index])
+        if len(chosen):
+            out[f"fct_mean_ms.{name}"] = float(chosen.mean())
+            out[f"fct_p99_ms.{name}"] = nearest_rank(chosen, 0.99)
+    out["drop_packets"] = float(drop_packets)
+    return out
+
+
+def side_by_side(
+    spec: Scenario, emulated: EmulatedRun, seed: int | None, base: Path
+) -> dict[str, dict]:
+    """figure -> {"simulated", "emulated", "ratio"} (emulated / simulated)."""
+    summary = emulated.summary
+    if summary["rate_scale"] != 1 or summary["delays_left_out_below_ps"]:
+        raise ScenarioError(
+            "--compare runs the scenario as written in both: write its links at the emulated "
+            "rates and delays rather than --scale or --ignore-delay-below"
+        )
+    sim = simulated_twin(spec, seed, base)
+    simulated = figures(sim.flows(), int(sim.ports()["drop_packets"].sum()))
+    real = figures(emulated.flows, int(emulated.ports["drop_packets"].sum()))
+    table = {}
+    for key in dict.fromkeys([*simulated, *real]):
+        a, b = simulated.get(key), real.get(key)
+        ratio = None if a in (None, 0) or b is None else b / a
+        table[key] = {"simulated": a, "emulated": b, "ratio": ratio}
+    return table
