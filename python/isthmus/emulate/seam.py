@@ -45,8 +45,9 @@ TRANSPORT_MATCH = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
 PS_PER_S = 10**12
 
 
-class Unsupported(EmulationError):
-    """A command or reading this back-end cannot carry out (yet)."""
+class Unsupported(EmulationError, ValueError):
+    """A command or reading this back-end cannot carry out (yet): a ValueError, as
+    the simulator's refusal of a command is."""
 
 
 class OpenFlowSeam(Seam):
