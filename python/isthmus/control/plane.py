@@ -570,22 +570,24 @@ class ControlPlane:
 
     def __init__(
         self,
-        network: Simulation | Seam,
+        sim: Simulation | Seam,
         *,
         control_latency: int | str = 0,
         agent_latency: int | str = "10us",
     ):
-        if isinstance(network, Simulation):
-            seam: Seam = EngineSeam(network)
-        elif isinstance(network, Seam):
-            seam = network
+        """`sim`: the simulation to control, or another network's `Seam`."""
+        if isinstance(sim, Simulation):
+            seam: Seam = EngineSeam(sim)
+        elif isinstance(sim, Seam):
+            seam = sim
         else:
             raise ValueError(
-                f"network must be a Simulation or a control Seam, got {arguments.shown(network)}"
+                f"sim must be a Simulation (or another network's control Seam), got "
+                f"{arguments.shown(sim)}"
             )
         self.seam = seam
         """Where checked commands go and time, events and counters come from."""
-        self.sim: Simulation | None = network if isinstance(network, Simulation) else None
+        self.sim: Simulation | None = sim if isinstance(sim, Simulation) else None
         self.latency = instant(
             arguments.duration(control_latency, "control_latency"), "control_latency"
         )

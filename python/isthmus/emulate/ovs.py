@@ -4,7 +4,10 @@ Bridges use the userspace datapath (`datapath_type=netdev`): no kernel module ne
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -13,6 +16,9 @@ from isthmus.emulate.footprint import Footprint, _stop
 from isthmus.emulate.system import EmulationError, command
 
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
+SO_SNDBUFFORCE = 32
+PIDFD_GETFD = 438
+"""The syscall's number on x86-64 and every architecture of the generic table."""
 START_TIMEOUT_S = 10.0
 
 
@@ -71,6 +77,44 @@ class OpenVSwitch:
                 )
             time.sleep(0.01)
 
+    @property
+    def vswitchd_pid(self) -> int:
+        return self._daemons[-1].pid
+
+    def enlarge_send_buffer(self, size: int) -> None:
+        """Gives ovs-vswitchd's send socket `size` bytes of buffer.
+
+        The userspace datapath sends every port's packets through one AF_PACKET
+        socket, and a packet waiting in a port's qdisc is charged to that socket until
+        it leaves: with the kernel's default send buffer (net.core.wmem_default, 208 KB)
+        about 90 full-size packets can wait in all the switches' queues together, and
+        a packet beyond that is dropped by ovs-vswitchd without a counter. The socket
+        is taken from the daemon (pidfd_getfd) and its buffer set past wmem_max
+        (SO_SNDBUFFORCE, root's); the socket exists once the datapath has sent a
+        packet (`OpenFlowSeam.prime_datapath`)."""
+        pid = self.vswitchd_pid
+        fd = _send_socket_fd(pid)
+        if fd is None:
+            raise EmulationError("ovs-vswitchd has no send socket yet: it has sent no packet")
+        pidfd = os.pidfd_open(pid)
+        try:
+            local = _pidfd_getfd(pidfd, fd)
+        finally:
+            os.close(pidfd)
+        with socket.socket(fileno=local) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, size)
+            granted = sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+        if granted < size:
+            raise EmulationError(f"ovs-vswitchd's send buffer is {granted} B, not {size} B")
+
+    def send_errors(self) -> int:
+        """The send errors ovs-vswitchd logged (rate-limited: at least this many packets
+        were dropped on sending)."""
+        log = self.dir / "vswitchd.log"
+        if not log.exists():
+            return 0
+        return log.read_text(errors="replace").count("error sending Ethernet packet")
+
     def vsctl(self, *args: str) -> str:
         return command(
             "ovs-vsctl",
@@ -87,3 +131,28 @@ class OpenVSwitch:
                 _stop(daemon.pid)
             daemon.wait()
         self._daemons.clear()
+
+
+def _send_socket_fd(pid: int) -> int | None:
+    """The descriptor, in process `pid`, of an AF_PACKET socket bound to no protocol and
+    no interface: how ovs-vswitchd's userspace datapath sends on every port (each
+    port's receiving socket is bound to its interface)."""
+    unbound = set()
+    for line in Path(f"/proc/{pid}/net/packet").read_text().splitlines()[1:]:
+        fields = line.split()  # sk RefCnt Type Proto Iface R Rmem User Inode
+        if int(fields[3], 16) == 0 and int(fields[4]) == 0:
+            unbound.add(f"socket:[{fields[8]}]")
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in unbound:
+                return int(fd)
+    return None
+
+
+def _pidfd_getfd(pidfd: int, fd: int) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    local = libc.syscall(PIDFD_GETFD, pidfd, fd, 0)
+    if local < 0:
+        error = ctypes.get_errno()
+        raise EmulationError(f"cannot reach ovs-vswitchd's send socket: {os.strerror(error)}")
+    return local

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from isthmus import units
 from isthmus.control import ControlPlane
 from isthmus.emulate.footprint import Footprint
-from isthmus.emulate.network import EmulatedNetwork
+from isthmus.emulate.network import EmulatedNetwork, LinkShape
 from isthmus.emulate.openflow import Channel
 from isthmus.emulate.ovs import OpenVSwitch
 from isthmus.emulate.scope import scope
@@ -119,6 +119,8 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
                     plane.set_miss(node, "route")
         seam.install_routing()
         seam.connect(CONNECT_TIMEOUT_S)
+        seam.prime_datapath()
+        ovs.enlarge_send_buffer(_send_buffer(plan.shapes, seam.ports.kinds))
         duration_ps = units.time_ps(spec.run.duration)
         traffic.launch(network, footprint, duration_ps // 1000)
         if before_run is not None:
@@ -133,6 +135,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
         flows = traffic.table(seam.to_ps)
         ports = _port_table(seam, network)
         traffic.stop()
+        send_errors = ovs.send_errors()
         down_started = time.monotonic()
     finally:
         traffic.stop()
@@ -142,7 +145,24 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     down_s = time.monotonic() - down_started
     summary = _summary(spec, plan, flows, ports, all_finished, up_s, down_s)
     summary["foreign_packet_ins"] = seam.foreign_frames
+    summary["datapath_send_errors_logged"] = send_errors
     return EmulatedRun(flows, ports, plane, all_finished, up_s, down_s, summary)
+
+
+FRAME_TRUESIZE = 2304
+"""What the kernel charges a socket for one full-size frame waiting in a queue."""
+
+
+def _send_buffer(shapes: dict[tuple[int, int], LinkShape], kinds: list[str]) -> int:
+    """Room in ovs-vswitchd's send buffer for every switch queue full at once, twice
+    over (frames on their way to the next hop are charged too), and at least 4 MB."""
+    room = 0
+    for (node, _), shape in shapes.items():
+        if kinds[node] == "switch":
+            queue = shape.queue
+            frames = queue.limit if not queue.in_bytes else queue.limit // 64 + 1
+            room += frames * FRAME_TRUESIZE
+    return max(2 * room, 4 << 20)
 
 
 def _port_table(seam: OpenFlowSeam, network: EmulatedNetwork) -> dict[str, np.ndarray]:

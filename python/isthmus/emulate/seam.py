@@ -326,6 +326,20 @@ class OpenFlowSeam(Seam):
             self._to(switch, build)
         self._barrier(switches)
 
+    def prime_datapath(self) -> None:
+        """Has the datapath send one frame, so that its send socket exists: a frame from
+        no host to the first host (an experimental EtherType its stack ignores), out of
+        the port facing it."""
+        host_node = self.ports.host_node[0]
+        switch, port = self.ports.peer(host_node, 0)
+        frame = bytes.fromhex(host_mac(0).replace(":", "")) + bytes.fromhex("02ffffffffff")
+        frame += (0x88B5).to_bytes(2, "big") + bytes(46)
+        self._to(switch, lambda dp: parser.OFPPacketOut(
+            dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
+            actions=[parser.OFPActionOutput(ofport(port))], data=frame,
+        ))  # fmt: skip
+        self._barrier([switch])
+
     def _switches(self) -> list[int]:
         return [n for n, kind in enumerate(self.ports.kinds) if kind == "switch"]
 
