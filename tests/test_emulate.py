@@ -352,6 +352,24 @@ def test_a_run_folder_holds_the_flow_and_port_tables(tmp_path):
     assert summary["flows_finished"] == summary["flows"] == 4
     assert summary["bytes_delivered"] == 4 * 200_000
     assert {p.name for p in folder.iterdir()} == {"summary.json", "flows.parquet", "ports.parquet"}
+    # The folder reads as `isthmus run`'s do: a report, and SQL over its tables.
+    report = subprocess.run(
+        [ISTHMUS, "report", str(folder), "--out", str(tmp_path / "report")],
+        capture_output=True,
+        text=True,
+    )
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "report" / "report.html").stat().st_size > 0
+    query = subprocess.run(
+        [ISTHMUS, "query", "select count(*) as n, min(slowdown) as s from flows", "--runs",
+         str(folder), "--csv", str(tmp_path / "q.csv")],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert query.returncode == 0, query.stderr
+    n, slowest = (tmp_path / "q.csv").read_text().splitlines()[1].split(",")
+    # Four flows, none faster than alone on an idle network.
+    assert int(n) == 4 and float(slowest) >= 1.0
 
 
 @needs_machine

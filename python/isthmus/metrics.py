@@ -21,7 +21,12 @@ BUCKETS = ("all", "lt100KB", "100KB-1MB", "gt1MB")
 
 def flow_times(sim: Simulation) -> dict[str, np.ndarray]:
     """Per flow: fct_ps and ideal_ps (-1 / NaN-free), and slowdown (NaN if unfinished)."""
-    flows = sim.flows()
+    return completion_times(sim, sim.flows())
+
+
+def completion_times(sim: Simulation, flows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`flow_times` of a flow table with `sim`'s flows, wherever they ran (an emulated
+    network measures its own starts and finishes; the ideal is the same)."""
     finished = flows["finish_ps"] >= 0
     fct = np.where(finished, flows["finish_ps"] - flows["start_ps"], -1)
     rtts: dict[tuple[int, int], int] = {}

@@ -28,7 +28,10 @@ from isthmus.emulate.scope import scope
 from isthmus.emulate.seam import OpenFlowSeam
 from isthmus.emulate.system import EmulationError, capabilities, check_machine
 from isthmus.emulate.traffic import Traffic
+from isthmus.metrics import completion_times, slowdown_summary
 from isthmus.scenario import Scenario
+from isthmus.simulation import Simulation
+from isthmus.units import PS_PER_SECOND
 
 CONNECT_TIMEOUT_S = 30.0
 
@@ -132,6 +135,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
             chunks=100,
             on_progress=on_progress,
         )
+        elapsed_ps = seam.now
         flows = traffic.table(seam.to_ps)
         ports = _port_table(seam, network)
         traffic.stop()
@@ -143,6 +147,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
         channel.close()
     footprint.remove()
     down_s = time.monotonic() - down_started
+    _run_tables(sim, flows, ports, elapsed_ps, plan.rate_scale)
     summary = _summary(spec, plan, flows, ports, all_finished, up_s, down_s)
     summary["foreign_packet_ins"] = seam.foreign_frames
     summary["datapath_send_errors_logged"] = send_errors
@@ -192,6 +197,28 @@ def _port_table(seam: OpenFlowSeam, network: EmulatedNetwork) -> dict[str, np.nd
     return {key: np.array(values, dtype=types.get(key, np.uint64)) for key, values in rows.items()}
 
 
+def _run_tables(
+    sim: Simulation, flows: dict, ports: dict, elapsed_ps: int, rate_scale: float
+) -> None:
+    """Adds what `isthmus report` and `compare` read to the flow and port tables, as
+    `isthmus run` writes them: flow ids, completion times and slowdowns (against the
+    simulator's ideal for the flow: size at the access rate plus the unloaded round
+    trip), port names, roles, rates as emulated and utilisation (bytes sent over the
+    run, which the emulation measures, where the simulator counts busy time)."""
+    times = completion_times(sim, flows)
+    flows["flow_id"] = np.arange(len(flows["src"]), dtype=np.uint32)
+    flows.update(times)
+    nodes = sim.topology.nodes()
+    names, roles = nodes["name"], nodes["role"]
+    rates = sim.ports()["rate_bps"] / rate_scale
+    ports["port_index"] = np.arange(len(ports["node"]), dtype=np.uint32)
+    ports["node_name"] = [names[n] for n in ports["node"]]
+    ports["peer_name"] = [names[n] for n in ports["peer_node"]]
+    ports["role"] = [roles[n] for n in ports["node"]]
+    ports["rate_bps"] = rates.astype(np.uint64)
+    ports["utilization"] = ports["tx_bytes"] * 8 / rates / (max(elapsed_ps, 1) / PS_PER_SECOND)
+
+
 def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
     finished = flows["finish_ps"] >= 0
     fct = (flows["finish_ps"] - flows["start_ps"])[finished]
@@ -207,6 +234,10 @@ def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
         "bytes_delivered": int(flows["bytes_received"].sum()),
         "drop_packets": int(ports["drop_packets"].sum()),
         "mean_fct_ms": float(fct.mean() / 1e9) if len(fct) else None,
+        "mean_fct_us": float(fct.mean() / 1e6) if len(fct) else None,
+        "packets_dropped": int(ports["drop_packets"].sum()),
+        "max_link_utilization": float(ports["utilization"].max(initial=0.0)),
+        "slowdown": slowdown_summary(flows["size_bytes"], flows["slowdown"]),
         "up_s": round(up_s, 3),
         "down_s": round(down_s, 3),
     }
