@@ -158,6 +158,11 @@ class Controller(_Program):
         return self._plane.latency
 
     @property
+    def seed(self) -> int:
+        """The run's seed: what a controller draws at random, it draws from this."""
+        return self._plane.seam.seed
+
+    @property
     def topology(self) -> Topology:
         return self._plane.seam.topology
 

@@ -96,6 +96,8 @@ class Seam(ABC):
     """What a control plane drives: one network, simulated or real. Times are ps."""
 
     topology: Topology
+    seed: int
+    """The run's seed, from which programs draw what they draw at random."""
 
     @property
     @abstractmethod
@@ -155,6 +157,7 @@ class EngineSeam(Seam):
     def __init__(self, sim: Simulation):
         self.sim = sim
         self.topology = sim.topology
+        self.seed = sim.seed
         self._engine = sim._engine
 
     @property

@@ -112,7 +112,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
         ovs.start()
         network = EmulatedNetwork(sim.topology, footprint, ovs, plan.shapes, channel.address)
         network.up()
-        seam = OpenFlowSeam(sim.topology, network, channel, traffic, plan.rate_scale)
+        seam = OpenFlowSeam(sim.topology, network, channel, traffic, plan.rate_scale, sim.seed)
         if spec.control is not None:
             plane = spec.control.attach(seam)
         else:

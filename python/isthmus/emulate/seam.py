@@ -58,8 +58,10 @@ class OpenFlowSeam(Seam):
         channel: Channel,
         traffic: Traffic,
         rate_scale: float,
+        seed: int,
     ):
         self.topology = topology
+        self.seed = seed
         self.network = network
         self.channel = channel
         self.traffic = traffic

@@ -30,7 +30,7 @@ class SinglePath(Controller):
     def on_start(self) -> None:
         ports = self.ports
         hops = next_hop_ports(ports)
-        rng = np.random.default_rng([self.sim.seed, 0x5199])
+        rng = np.random.default_rng([self.seed, 0x5199])
         hosts = len(ports.host_node)
         for src in range(hosts):
             for dst in range(hosts):
