@@ -390,6 +390,11 @@ class Controller(_Program):
 
     # ---- statistics --------------------------------------------------------------------
 
+    def flows(self) -> dict[str, np.ndarray]:
+        """Per-flow records: `Simulation.flows()`'s columns (an emulated network gives
+        those it measures: ends, ports, size, start, finish, bytes received so far)."""
+        return self._plane.seam.flow_rows()
+
     def port_stats(self) -> dict[str, np.ndarray]:
         return self._plane.seam.port_rows()
 

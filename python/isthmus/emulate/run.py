@@ -29,7 +29,7 @@ from isthmus.emulate.seam import OpenFlowSeam
 from isthmus.emulate.system import EmulationError, capabilities, check_machine
 from isthmus.emulate.traffic import Traffic
 from isthmus.metrics import completion_times, slowdown_summary
-from isthmus.scenario import Scenario
+from isthmus.scenario import Scenario, ScenarioError
 from isthmus.simulation import Simulation
 from isthmus.units import PS_PER_SECOND
 
@@ -88,6 +88,12 @@ def emulate(
     if rate_scale < 1:
         raise ValueError(
             f"rate_scale must be at least 1 (rates are only scaled down), got {rate_scale}"
+        )
+    if rate_scale != 1 and spec.control is not None and spec.control.apps:
+        # The programs would plan with the scenario's rates, not the emulated ones.
+        raise ScenarioError(
+            "--scale: control apps see the scenario's link rates; write the scenario at "
+            "the rates to emulate instead of scaling them"
         )
     threshold = units.time_ps(ignore_delay_below)
     sim = spec.model_copy(update={"control": None}).build(seed=seed, base=base)

@@ -22,8 +22,13 @@ import time
 
 CHUNK = bytes(1 << 16)
 ACCEPT_POLL_S = 0.05
+PROGRESS_S = 0.01
+"""How often the bytes received so far are reported (what a controller reading flow
+counters sees is at most this old)."""
 _lock = threading.Lock()
 _stop = threading.Event()
+_received: dict[int, int] = {}
+"""Bytes received so far by each flow to this host that has not finished."""
 
 
 def report(**event: object) -> None:
@@ -43,9 +48,11 @@ def receive(conn: socket.socket, flow: int, size: int) -> None:
             if first is None:
                 first = time.monotonic_ns()
             received += len(data)
+            _received[flow] = received
     except OSError as e:
         report(kind="error", flow=flow, error=f"receiving: {e}")
     last = time.monotonic_ns()
+    _received.pop(flow, None)
     report(kind="finished", flow=flow, time_ns=last, first_ns=first, bytes=received, size=size)
     conn.close()
 
@@ -93,6 +100,17 @@ def send(
     report(kind="sent", flow=flow, time_ns=time.monotonic_ns(), error=error)
 
 
+def progress() -> None:
+    """Reports the bytes each unfinished flow to this host has received, as they
+    change."""
+    last: dict[int, int] = {}
+    while not _stop.wait(PROGRESS_S):
+        now = dict(_received)
+        if now != last:
+            report(kind="progress", time_ns=time.monotonic_ns(), bytes=now)
+            last = now
+
+
 def main(plan_path: str) -> None:
     with open(plan_path) as file:
         plan = json.load(file)
@@ -104,6 +122,7 @@ def main(plan_path: str) -> None:
     ]
     for listener in listeners:
         listener.start()
+    threading.Thread(target=progress, daemon=True).start()
     report(kind="ready", time_ns=time.monotonic_ns())
     start = int(sys.stdin.readline())
     senders = [

@@ -4,7 +4,7 @@ simulator gives, the runners' reports give flow arrivals and completions, and ti
 the wall clock (ps since the traffic started).
 
 Each switch's tables:
-- table 0 holds the programs' entries (cookie = entry id) and the table-miss entry
+- table 0 holds the programs' entries (cookie = entry id + 1) and the table-miss entry
   (priority 0): to table 1 ("route"), to the controller, or nothing ("drop");
 - table 1 is the network's own routing (`network.routing = "ecmp"`): per destination
   host, a select group over the ports on its shortest paths; an entry with no action
@@ -39,6 +39,9 @@ PROGRAM_TABLE, ROUTING_TABLE = 0, 1
 ROUTING_GROUP_BASE = 1 << 16
 """Routing groups are numbered above every group id a program may use."""
 ALL_BITS = (1 << 64) - 1
+SYSTEM_COOKIE = 0
+"""The cookie of the back-end's own entries (table-miss, routing): no program entry's,
+so deleting a program's entry by its cookie never takes one of them along."""
 STATS_TIMEOUT_S = 5.0
 PROTOCOLS = {6: tcp.tcp, 17: udp.udp}
 TRANSPORT_MATCH = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
@@ -146,12 +149,12 @@ class OpenFlowSeam(Seam):
             case commands.ModifyEntry(switch, entry_id, action):
                 instructions = self._instructions(switch, dict(action), None)
                 self._to(switch, lambda dp: parser.OFPFlowMod(
-                    dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_MODIFY, cookie=entry_id,
+                    dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_MODIFY, cookie=cookie(entry_id),
                     cookie_mask=ALL_BITS, match=parser.OFPMatch(), instructions=instructions,
                 ))  # fmt: skip
             case commands.DeleteEntry(switch, entry_id):
                 self._to(switch, lambda dp: parser.OFPFlowMod(
-                    dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_DELETE, cookie=entry_id,
+                    dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_DELETE, cookie=cookie(entry_id),
                     cookie_mask=ALL_BITS, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
                     match=parser.OFPMatch(),
                 ))  # fmt: skip
@@ -204,7 +207,7 @@ class OpenFlowSeam(Seam):
         for match in self._matches(fields):
             self._to(switch, lambda dp, match=match: parser.OFPFlowMod(
                 dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_ADD, priority=priority,
-                cookie=entry, flags=flags, match=parser.OFPMatch(**match),
+                cookie=cookie(entry), flags=flags, match=parser.OFPMatch(**match),
                 instructions=instructions, **timeouts,
             ))  # fmt: skip
 
@@ -449,12 +452,14 @@ class OpenFlowSeam(Seam):
                 return []
             return [event]
         if isinstance(msg, parser.OFPFlowRemoved):
+            if msg.cookie == SYSTEM_COOKIE:
+                return []
             reason = {ofp.OFPRR_IDLE_TIMEOUT: 0, ofp.OFPRR_HARD_TIMEOUT: 1}.get(msg.reason, 2)
             return [
                 EntryRemoved(
                     self.now,
                     node,
-                    msg.cookie,
+                    msg.cookie - 1,
                     REMOVAL_REASONS[reason],
                     msg.packet_count,
                     msg.byte_count,
@@ -550,10 +555,10 @@ class OpenFlowSeam(Seam):
             lambda node, msg: isinstance(msg, parser.OFPFlowStatsReply), len(switches)
         )
         rows = sorted(
-            (node, stat.cookie, stat.priority, stat.packet_count, stat.byte_count)
+            (node, stat.cookie - 1, stat.priority, stat.packet_count, stat.byte_count)
             for node, reply in replies
             for stat in reply.body
-            if stat.priority > 0 or len(stat.match.fields) > 0
+            if stat.cookie != SYSTEM_COOKIE
         )
         names = ("switch", "entry", "priority", "packets", "bytes")
         types = (np.uint32, np.uint32, np.uint16, np.uint64, np.uint64)
@@ -564,6 +569,11 @@ class OpenFlowSeam(Seam):
 
     def flow_rows(self) -> dict[str, np.ndarray]:
         return self.traffic.table(self.to_ps)
+
+
+def cookie(entry: int) -> int:
+    """The OpenFlow cookie of program entry `entry` (never SYSTEM_COOKIE)."""
+    return entry + 1
 
 
 def _apply(actions: list) -> list:

@@ -144,6 +144,12 @@ class Traffic:
 
     def _record(self, report: dict, to_ps: Callable[[int], int]) -> list[Event]:
         kind = report["kind"]
+        if kind == "progress":
+            for flow, received in report["bytes"].items():
+                record = self.records[int(flow)]
+                if record.finished_ns is None:
+                    record.bytes_received = received
+            return []
         flow = report["flow"]
         if flow < 0:
             raise EmulationError(
