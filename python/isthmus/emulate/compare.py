@@ -1,7 +1,8 @@
 """A scenario in the simulator and in emulation, side by side: aggregate goodput, FCT by
 size class (the benchmark's buckets), drops and Jain's fairness of the flows'
-throughputs. The simulated run uses the Linux host profile (docs/hosts.md), the closest
-the simulator comes to the emulation's kernel TCP; both run the scenario as written."""
+throughputs, and the UDP streams' delivered rate and loss. The simulated run uses the
+Linux host profile (docs/hosts.md), the closest the simulator comes to the emulation's
+kernel TCP; both run the scenario as written."""
 
 from __future__ import annotations
 
@@ -27,13 +28,17 @@ def simulated_twin(spec: Scenario, seed: int | None, base: Path) -> Simulation:
 
 
 def figures(flows: dict[str, np.ndarray], drop_packets: int) -> dict[str, float | None]:
-    """The compared figures of one run's flow table."""
-    done = flows["finish_ps"] >= 0
+    """The compared figures of one run's flow table: of its TCP flows, goodput from the
+    first start to the last finish, Jain's fairness of their throughputs and FCT by
+    size bucket; of its UDP streams (they end at a time, not with a last byte), what
+    they delivered per second of sending and the fraction lost; drops at every port."""
+    stream = flows["datagram"].astype(bool)
+    done = (flows["finish_ps"] >= 0) & ~stream
     fct_ms = (flows["finish_ps"] - flows["start_ps"])[done] / 1e9
     sizes = flows["size_bytes"][done]
     out: dict[str, float | None] = {"flows_finished": float(done.sum())}
     if done.any():
-        span_s = (flows["finish_ps"][done].max() - flows["start_ps"].min()) / PS_PER_SECOND
+        span_s = (flows["finish_ps"][done].max() - flows["start_ps"][done].min()) / PS_PER_SECOND
         out["goodput_mbps"] = float(sizes.sum() * 8 / span_s / 1e6)
         out["fairness"] = jain_index(sizes * 8 / (fct_ms / 1e3))
     buckets = bucket_of(sizes)
@@ -42,6 +47,13 @@ def figures(flows: dict[str, np.ndarray], drop_packets: int) -> dict[str, float 
         if len(chosen):
             out[f"fct_mean_ms.{name}"] = float(chosen.mean())
             out[f"fct_p99_ms.{name}"] = nearest_rank(chosen, 0.99)
+    if stream.any():
+        sent = flows["bytes_sent"][stream].astype(np.float64)
+        received = flows["bytes_received"][stream].astype(np.float64)
+        ends = np.maximum(flows["last_delivery_ps"][stream], flows["start_ps"][stream])
+        span_s = (ends.max() - flows["start_ps"][stream].min()) / PS_PER_SECOND
+        out["stream_goodput_mbps"] = float(received.sum() * 8 / span_s / 1e6) if span_s else None
+        out["stream_loss"] = float(1 - received.sum() / sent.sum()) if sent.sum() else None
     out["drop_packets"] = float(drop_packets)
     return out
 

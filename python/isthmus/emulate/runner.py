@@ -1,9 +1,12 @@
 """The traffic of one emulated host, run inside its network namespace as its own process
-(`python runner.py PLAN.json`): it listens where the host's flows arrive, opens the
-host's own flows at their start times as kernel TCP connections, and reports on stdout,
-one JSON object a line, as things happen: `arrival` (a flow of this host opens),
-`finished` (the last byte of a flow to this host arrived: its bytes, first and last byte
-times) and `sent` (this host's flow is acknowledged and closed). Times are
+(`python runner.py PLAN.json`): it listens where the host's flows arrive (TCP and UDP),
+opens the host's own flows at their start times (kernel TCP connections; UDP datagrams
+at a constant or Poisson rate), and reports on stdout, one JSON object a line, as things
+happen: `arrival` (a flow of this host opens), `finished` (a TCP flow to this host
+closed after its last byte: its bytes, first and last byte times), `sent` (this host's
+flow is done: a TCP flow acknowledged and closed, a UDP flow's last datagram sent, with
+the bytes and datagrams sent) and, every `PROGRESS_S`, `progress` (bytes received so
+far, first and last arrival of each flow to this host still receiving). Times are
 CLOCK_MONOTONIC nanoseconds, one clock for every namespace. Once it listens it says
 `ready` and waits for the common start time on stdin (so that every host starts on one
 clock); flows start at their offsets from it. It stops at the plan's end, or on SIGTERM
@@ -14,6 +17,7 @@ Standard library only: it starts in every host, and quickly."""
 from __future__ import annotations
 
 import json
+import random
 import signal
 import socket
 import sys
@@ -21,14 +25,14 @@ import threading
 import time
 
 CHUNK = bytes(1 << 16)
-ACCEPT_POLL_S = 0.05
+POLL_S = 0.05
 PROGRESS_S = 0.01
 """How often the bytes received so far are reported (what a controller reading flow
 counters sees is at most this old)."""
 _lock = threading.Lock()
 _stop = threading.Event()
-_received: dict[int, int] = {}
-"""Bytes received so far by each flow to this host that has not finished."""
+_received: dict[int, list] = {}
+"""[bytes, first_ns, last_ns] received so far by each flow to this host still going."""
 
 
 def report(**event: object) -> None:
@@ -38,21 +42,27 @@ def report(**event: object) -> None:
         sys.stdout.flush()
 
 
+def _count(flow: int, size: int) -> None:
+    now = time.monotonic_ns()
+    seen = _received.get(flow)
+    if seen is None:
+        _received[flow] = [size, now, now]
+    else:
+        seen[0] += size
+        seen[2] = now
+
+
 def receive(conn: socket.socket, flow: int, size: int) -> None:
-    received, first = 0, None
     try:
         while True:
             data = conn.recv(1 << 16)
             if not data:
                 break
-            if first is None:
-                first = time.monotonic_ns()
-            received += len(data)
-            _received[flow] = received
+            _count(flow, len(data))
     except OSError as e:
         report(kind="error", flow=flow, error=f"receiving: {e}")
+    received, first, _ = _received.pop(flow, [0, None, None])
     last = time.monotonic_ns()
-    _received.pop(flow, None)
     report(kind="finished", flow=flow, time_ns=last, first_ns=first, bytes=received, size=size)
     conn.close()
 
@@ -62,7 +72,7 @@ def listen(port: int, incoming: dict[tuple[str, int], tuple[int, int]]) -> None:
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("0.0.0.0", port))
     server.listen(1024)
-    server.settimeout(ACCEPT_POLL_S)
+    server.settimeout(POLL_S)
     while not _stop.is_set():
         try:
             conn, peer = server.accept()
@@ -73,11 +83,34 @@ def listen(port: int, incoming: dict[tuple[str, int], tuple[int, int]]) -> None:
     server.close()
 
 
+def listen_datagrams(port: int, incoming: dict[tuple[str, int], int]) -> None:
+    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    server.bind(("0.0.0.0", port))
+    server.settimeout(POLL_S)
+    while not _stop.is_set():
+        try:
+            data, peer = server.recvfrom(1 << 16)
+        except TimeoutError:
+            continue
+        flow = incoming.get(peer)
+        if flow is None:
+            report(kind="error", flow=-1, error=f"a datagram from {peer} of no flow")
+            continue
+        _count(flow, len(data))
+    server.close()
+
+
+def _wait_until(start_ns: int) -> bool:
+    """Sleeps until `start_ns`; False if told to stop first."""
+    delay = (start_ns - time.monotonic_ns()) / 1e9
+    return not (delay > 0 and _stop.wait(delay))
+
+
 def send(
     flow: int, dst: str, src_port: int, dst_port: int, size: int, start_ns: int, cc: str
 ) -> None:
-    delay = (start_ns - time.monotonic_ns()) / 1e9
-    if delay > 0 and _stop.wait(delay):
+    if not _wait_until(start_ns):
         return
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     error = None
@@ -97,17 +130,69 @@ def send(
     except OSError as e:
         error = str(e)
     sock.close()
-    report(kind="sent", flow=flow, time_ns=time.monotonic_ns(), error=error)
+    report(kind="sent", flow=flow, time_ns=time.monotonic_ns(), error=error, bytes=size)
+
+
+def send_datagrams(
+    flow: int,
+    dst: str,
+    src_port: int,
+    dst_port: int,
+    rate_bps: int,
+    packet_bytes: int,
+    payload: int,
+    poisson: bool,
+    size: int,
+    start_ns: int,
+    stop_ns: int | None,
+) -> None:
+    """Datagrams of `payload` bytes (`packet_bytes` on the wire as IP counts them) at
+    `rate_bps`, evenly spaced or Poisson (drawn from the flow's own seed), until `size`
+    bytes are sent (0: no limit) or `stop_ns`. A datagram the socket refuses (its
+    buffer full) is dropped at the sender, as a NIC drops one."""
+    if not _wait_until(start_ns):
+        return
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("0.0.0.0", src_port))
+    sock.setblocking(False)
+    draw = random.Random(flow)
+    gap_ns = packet_bytes * 8 * 1e9 / rate_bps
+    datagram = bytes(payload)
+    sent = datagrams = refused = 0
+    report(kind="arrival", flow=flow, time_ns=time.monotonic_ns())
+    due = float(start_ns)
+    while not _stop.is_set():
+        if size and sent >= size:
+            break
+        if stop_ns is not None and due >= stop_ns:
+            break
+        now = time.monotonic_ns()
+        # Sleep to the next datagram; a late wake-up sends what fell due at once.
+        if due > now and _stop.wait((due - now) / 1e9):
+            break
+        this = datagram if not size else datagram[: min(payload, size - sent)]
+        try:
+            sock.sendto(this, (dst, dst_port))
+            sent += len(this)
+            datagrams += 1
+        except (BlockingIOError, OSError):
+            refused += 1
+        due += draw.expovariate(1 / gap_ns) if poisson else gap_ns
+    sock.close()
+    report(
+        kind="sent", flow=flow, time_ns=time.monotonic_ns(), error=None, bytes=sent,
+        datagrams=datagrams, refused=refused,
+    )  # fmt: skip
 
 
 def progress() -> None:
-    """Reports the bytes each unfinished flow to this host has received, as they
-    change."""
-    last: dict[int, int] = {}
+    """Reports, as it changes, what each flow to this host still receiving has
+    received."""
+    last: dict = {}
     while not _stop.wait(PROGRESS_S):
-        now = dict(_received)
+        now = {flow: list(seen) for flow, seen in list(_received.items())}
         if now != last:
-            report(kind="progress", time_ns=time.monotonic_ns(), bytes=now)
+            report(kind="progress", time_ns=time.monotonic_ns(), flows=now)
             last = now
 
 
@@ -116,13 +201,18 @@ def main(plan_path: str) -> None:
         plan = json.load(file)
     signal.signal(signal.SIGTERM, lambda *_: _stop.set())
     incoming = {(src, sport): (flow, size) for flow, src, sport, dport, size in plan["incoming"]}
-    listeners = [
+    datagrams_in = {(src, sport): flow for flow, src, sport, _ in plan["incoming_datagrams"]}
+    threads = [
         threading.Thread(target=listen, args=(port, incoming), daemon=True)
         for port in sorted({dport for *_, dport, _size in plan["incoming"]})
     ]
-    for listener in listeners:
-        listener.start()
-    threading.Thread(target=progress, daemon=True).start()
+    threads += [
+        threading.Thread(target=listen_datagrams, args=(port, datagrams_in), daemon=True)
+        for port in sorted({dport for *_, dport in plan["incoming_datagrams"]})
+    ]
+    threads.append(threading.Thread(target=progress, daemon=True))
+    for thread in threads:
+        thread.start()
     report(kind="ready", time_ns=time.monotonic_ns())
     start = int(sys.stdin.readline())
     senders = [
@@ -131,14 +221,19 @@ def main(plan_path: str) -> None:
         )
         for flow, dst, sport, dport, size, offset, cc in plan["outgoing"]
     ]
+    senders += [
+        threading.Thread(
+            target=send_datagrams,
+            args=(*head, start + offset, None if stop is None else start + stop),
+            daemon=True,
+        )
+        for *head, offset, stop in plan["outgoing_datagrams"]
+    ]
     for sender in senders:
         sender.start()
     end = start + plan["duration_ns"]
-    for sender in senders:
-        sender.join(max(0.0, (end - time.monotonic_ns()) / 1e9))
-    # Stay while flows to this host may still arrive (their senders finish them).
     while not _stop.is_set() and time.monotonic_ns() < end:
-        _stop.wait(ACCEPT_POLL_S)
+        _stop.wait(POLL_S)
     _stop.set()
     report(kind="done", time_ns=time.monotonic_ns())
 

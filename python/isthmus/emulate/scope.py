@@ -9,10 +9,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from isthmus import units
-from isthmus.emulate.network import LinkShape, Queue
+from isthmus.emulate.network import MTU, LinkShape, Queue
 from isthmus.emulate.system import Capabilities
-from isthmus.emulate.traffic import KERNEL_CONGESTION_CONTROL
-from isthmus.scenario import FlowList, Flows, PoissonFlows, Scenario, ScenarioError
+from isthmus.emulate.traffic import KERNEL_CONGESTION_CONTROL, Datagrams
+from isthmus.scenario import (
+    FlowList,
+    Flows,
+    PoissonFlows,
+    Scenario,
+    ScenarioError,
+    UdpTraffic,
+)
 from isthmus.simulation import Simulation
 
 MAX_LINK_RATE_BPS = 1_000_000_000
@@ -43,7 +50,10 @@ class Scope:
     congestion control."""
 
     shapes: dict[tuple[int, int], LinkShape]
-    congestion_control: str
+    congestion_control: str | None
+    """The TCP flows' (None: there are none)."""
+    datagrams: dict[int, Datagrams]
+    """The UDP flows' sending, by flow id."""
     rate_scale: float
     delays_left_out_below_ps: int
 
@@ -82,17 +92,49 @@ def scope(
     return Scope(
         _shapes(spec, sim, capabilities, rate_scale, ignore_delay_below_ps),
         congestion_control,
+        _datagrams(spec, sim, rate_scale),
         rate_scale,
         ignore_delay_below_ps,
     )
 
 
-def _congestion_control(spec: Scenario, capabilities: Capabilities) -> str:
+def _datagrams(spec: Scenario, sim: Simulation, rate_scale: float) -> dict[int, Datagrams]:
+    """Each UDP flow's sending. The blocks add their flows in order, one per host pair,
+    so the datagram flows in id order are the UDP blocks' pairs in order."""
+    flows = sim.flows()
+    ids = iter(np.flatnonzero(flows["datagram"]).tolist())
+    datagrams = {}
+    for i, block in enumerate(spec.traffic):
+        if not isinstance(block, UdpTraffic):
+            continue
+        start = units.time_ps(block.start)
+        stop = None if block.stop is None else units.time_ps(block.stop)
+        for src, dst in block.pairs_for(sim, i):
+            flow = next(ids)
+            assert (int(flows["src"][flow]), int(flows["dst"][flow])) == (src, dst)
+            datagrams[flow] = Datagrams(
+                round(units.rate_bps(block.rate) / rate_scale),
+                units.size_bytes(block.packet_size),
+                block.arrivals == "poisson",
+                0 if block.size is None else units.size_bytes(block.size),
+                start,
+                stop,
+            )
+    return datagrams
+
+
+def _congestion_control(spec: Scenario, capabilities: Capabilities) -> str | None:
     transports = set()
     for i, block in enumerate(spec.traffic):
+        if isinstance(block, UdpTraffic):
+            if block.packet_size is not None and units.size_bytes(block.packet_size) > MTU:
+                raise ScenarioError(
+                    f"traffic[{i}].packet_size: an emulated link carries packets of at most {MTU} B"
+                )
+            continue
         if not isinstance(block, Flows | PoissonFlows | FlowList):
             raise ScenarioError(
-                f"traffic[{i}]: the emulation runs flows, poisson_flows and flow_list "
+                f"traffic[{i}]: the emulation runs flows, poisson_flows, flow_list and udp "
                 f"traffic, not {block.kind} yet"
             )
         if isinstance(block, Flows) and block.duration is not None:
@@ -111,7 +153,9 @@ def _congestion_control(spec: Scenario, capabilities: Capabilities) -> str:
             f"{', '.join(sorted(transports))}"
         )
     if not transports:
-        raise ScenarioError("traffic: the scenario has no flows to emulate")
+        if not spec.traffic:
+            raise ScenarioError("traffic: the scenario has no flows to emulate")
+        return None
     transport = transports.pop()
     algorithm = KERNEL_CONGESTION_CONTROL[transport]
     if algorithm not in capabilities.congestion_controls:

@@ -501,7 +501,9 @@ class OpenFlowSeam(Seam):
         return Unsupported(f"an emulated network cannot show its {what} yet")
 
     def port_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
-        """OpenFlow port counters of one switch, or of every switch."""
+        """OpenFlow port counters of one switch, or of every switch, with each port's
+        emulated rate (`drop_packets`: what Open vSwitch counts as tx_dropped; the
+        run's port table takes each queue's drops from its qdisc)."""
         switches = self._switches() if switch is None else [switch]
         for s in switches:
             self.channel.send(
@@ -520,6 +522,7 @@ class OpenFlowSeam(Seam):
                             node,
                             port,
                             self.ports.neighbours[node][port],
+                            self.network.shapes[(node, port)].rate_bps,
                             stat.tx_bytes,
                             stat.tx_packets,
                             stat.rx_bytes,
@@ -532,13 +535,14 @@ class OpenFlowSeam(Seam):
             "node",
             "port",
             "peer_node",
+            "rate_bps",
             "tx_bytes",
             "tx_packets",
             "rx_bytes",
             "rx_packets",
             "drop_packets",
         )
-        types = (np.uint32, np.uint16, np.uint32, *[np.uint64] * 5)
+        types = (np.uint32, np.uint16, np.uint32, *[np.uint64] * 6)
         return {
             name: np.array([r[i] for r in rows], dtype=t)
             for i, (name, t) in enumerate(zip(names, types, strict=True))

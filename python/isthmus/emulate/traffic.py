@@ -25,6 +25,10 @@ RUNNER = Path(__file__).with_name("runner.py")
 KERNEL_CONGESTION_CONTROL = {"tcp": "reno", "cubic": "cubic", "dctcp": "dctcp"}
 """The kernel's algorithm closest to each transport: the engine's `tcp` is NewReno."""
 RUNNER_START_TIMEOUT_S = 30.0
+IP_UDP_HEADER_BYTES = 28
+DATAGRAM_GRACE_NS = 100_000_000
+"""How long after a UDP flow's last datagram left it counts as done: far longer than
+any queue of the emulated network holds a datagram."""
 
 
 @dataclass
@@ -34,10 +38,31 @@ class FlowRecord:
 
     arrival_ns: int | None = None
     first_ns: int | None = None
+    last_ns: int | None = None
     finished_ns: int | None = None
     bytes_received: int = 0
     sent_ns: int | None = None
+    bytes_sent: int = 0
+    datagrams_sent: int = 0
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class Datagrams:
+    """A UDP flow's sending: `rate_bps` (as emulated), datagrams of `packet_bytes` as IP
+    counts them, evenly spaced or Poisson, until `size` bytes (0: no limit) or `stop_ps`
+    (None: no stop) from `start_ps`."""
+
+    rate_bps: int
+    packet_bytes: int
+    poisson: bool
+    size: int
+    start_ps: int
+    stop_ps: int | None
+
+    @property
+    def payload(self) -> int:
+        return self.packet_bytes - IP_UDP_HEADER_BYTES
 
 
 @dataclass
@@ -46,7 +71,9 @@ class Traffic:
     size_bytes, start_ps) and the kernel congestion control they run."""
 
     flows: dict[str, np.ndarray]
-    congestion_control: str
+    congestion_control: str | None
+    datagrams: dict[int, Datagrams] = field(default_factory=dict)
+    """The UDP flows' sending, by flow id (every other flow is TCP)."""
     records: list[FlowRecord] = field(default_factory=list)
     start_ns: int = 0
     _runners: dict[int, subprocess.Popen] = field(default_factory=dict)
@@ -58,20 +85,38 @@ class Traffic:
 
     @property
     def unfinished(self) -> int:
+        """Flows not yet done: a TCP flow until its last byte arrived, a UDP flow until
+        `DATAGRAM_GRACE_NS` after its last datagram left (what is still on its way
+        then is lost)."""
+        now = time.monotonic_ns()
         return sum(
-            r.finished_ns is None or r.bytes_received < int(size)
-            for r, size in zip(self.records, self.flows["size_bytes"], strict=True)
+            (r.sent_ns is None or now - r.sent_ns < DATAGRAM_GRACE_NS)
+            if flow in self.datagrams
+            else (r.finished_ns is None or r.bytes_received < int(size))
+            for flow, (r, size) in enumerate(
+                zip(self.records, self.flows["size_bytes"], strict=True)
+            )
         )
 
     def plans(self, duration_ns: int) -> dict[int, dict]:
         """Each host's runner plan."""
         f = self.flows
         hosts = sorted(set(f["src"].tolist()) | set(f["dst"].tolist()))
-        plans = {h: {"incoming": [], "outgoing": [], "duration_ns": duration_ns} for h in hosts}
+        lists = ("incoming", "outgoing", "incoming_datagrams", "outgoing_datagrams")
+        plans = {h: {key: [] for key in lists} | {"duration_ns": duration_ns} for h in hosts}
         for flow in range(len(f["src"])):
             src, dst = int(f["src"][flow]), int(f["dst"][flow])
             sport, dport = int(f["src_port"][flow]), int(f["dst_port"][flow])
             size, start_ps = int(f["size_bytes"][flow]), int(f["start_ps"][flow])
+            udp = self.datagrams.get(flow)
+            if udp is not None:
+                plans[dst]["incoming_datagrams"].append([flow, host_ip(src), sport, dport])
+                stop = None if udp.stop_ps is None else udp.stop_ps // 1000
+                plans[src]["outgoing_datagrams"].append(
+                    [flow, host_ip(dst), sport, dport, udp.rate_bps, udp.packet_bytes,
+                     udp.payload, udp.poisson, udp.size, udp.start_ps // 1000, stop]
+                )  # fmt: skip
+                continue
             plans[dst]["incoming"].append([flow, host_ip(src), sport, dport, size])
             plans[src]["outgoing"].append(
                 [flow, host_ip(dst), sport, dport, size, start_ps // 1000, self.congestion_control]
@@ -145,10 +190,10 @@ class Traffic:
     def _record(self, report: dict, to_ps: Callable[[int], int]) -> list[Event]:
         kind = report["kind"]
         if kind == "progress":
-            for flow, received in report["bytes"].items():
+            for flow, (received, first, last) in report["flows"].items():
                 record = self.records[int(flow)]
                 if record.finished_ns is None:
-                    record.bytes_received = received
+                    record.bytes_received, record.first_ns, record.last_ns = received, first, last
             return []
         flow = report["flow"]
         if flow < 0:
@@ -174,15 +219,29 @@ class Traffic:
         if kind == "sent":
             record.sent_ns = report["time_ns"]
             record.error = record.error or report["error"]
+            record.bytes_sent = report["bytes"]
+            record.datagrams_sent = report.get("datagrams", 0)
+            if flow in self.datagrams:
+                return [FlowFinished(to_ps(record.sent_ns), flow)]
             return []
         if kind == "finished":
             record.finished_ns = report["time_ns"]
             record.first_ns = report["first_ns"]
+            record.last_ns = record.finished_ns
             record.bytes_received = report["bytes"]
             return [FlowFinished(to_ps(record.finished_ns), flow)]
         raise EmulationError(
             f"a traffic runner reported {report}, which this version does not know"
         )
+
+    def _finish(self, flow: int) -> int | None:
+        """When a flow finished: a TCP flow's last byte, once all arrived; a UDP flow's
+        last datagram to arrive, once the sender is done (as the simulator has it)."""
+        record = self.records[flow]
+        if flow in self.datagrams:
+            return record.last_ns if record.sent_ns is not None else None
+        done = record.bytes_received >= int(self.flows["size_bytes"][flow])
+        return record.finished_ns if done else None
 
     def stop(self) -> None:
         for runner in self._runners.values():
@@ -217,12 +276,8 @@ class Traffic:
             "size_bytes": f["size_bytes"],
             "start_ps": times([x.arrival_ns for x in r]),
             "first_delivery_ps": times([x.first_ns for x in r]),
-            "last_delivery_ps": times([x.finished_ns for x in r]),
-            "finish_ps": times(
-                [
-                    x.finished_ns if x.bytes_received >= int(s) else None
-                    for x, s in zip(r, f["size_bytes"], strict=True)
-                ]
-            ),
+            "last_delivery_ps": times([x.last_ns for x in r]),
+            "finish_ps": times([self._finish(flow) for flow in range(len(r))]),
+            "bytes_sent": np.array([x.bytes_sent for x in r], dtype=np.uint64),
             "bytes_received": np.array([x.bytes_received for x in r], dtype=np.uint64),
         }
