@@ -65,7 +65,7 @@ from isthmus.control.events import (
 )
 from isthmus.control.loop_free import hops_via_ports, node_host_distances
 from isthmus.control.paths import Paths
-from isthmus.control.seam import EngineSeam, Seam
+from isthmus.control.seam import EngineSeam, RunRequest, Seam
 from isthmus.network_metrics import arrived_bytes
 from isthmus.portmap import PortMap
 from isthmus.queues import ramp_marker
@@ -390,7 +390,7 @@ class Controller(_Program):
 
     # ---- statistics --------------------------------------------------------------------
 
-    def flows(self) -> dict[str, np.ndarray]:
+    def flow_table(self) -> dict[str, np.ndarray]:
         """Per-flow records: `Simulation.flows()`'s columns (an emulated network gives
         those it measures: ends, ports, size, start, finish, bytes received so far)."""
         return self._plane.seam.flow_rows()
@@ -699,9 +699,8 @@ class ControlPlane:
         """Runs the simulation to `until` with the programs in the loop, in `chunks`
         equal steps of simulated time with `on_progress(now)` after each; returns whether
         every flow has finished. Programs added since the last run start first."""
-        return self.seam.run(
-            until, stop_when_flows_finish, chunks, on_progress, self._start, self._dispatch
-        )
+        request = RunRequest(until, stop_when_flows_finish, chunks, on_progress)
+        return self.seam.run(request, self._start, self._dispatch)
 
     def _start(self) -> None:
         starting, self._unstarted = self._unstarted, []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -88,6 +89,18 @@ def engine_command(command: commands.Command) -> dict:
     raise ValueError(f"command must be one of isthmus.control.commands, got {command!r}")
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """A run as `Simulation.run` takes one: to `until` (ps, or a duration with its
+    unit), in `chunks` equal steps with `on_progress(now)` after each, ending early once
+    every flow has finished if `stop_when_flows_finish`."""
+
+    until: int | str
+    stop_when_flows_finish: bool
+    chunks: int
+    on_progress: Callable[[int], None] | None
+
+
 ControlEvents = Callable[[list[Event]], None]
 """Where a seam hands each batch of control events, in the order they happened."""
 
@@ -121,18 +134,10 @@ class Seam(ABC):
         """What node `switch` does on a table miss, at once."""
 
     @abstractmethod
-    def run(
-        self,
-        until: int,
-        stop_when_flows_finish: bool,
-        chunks: int,
-        on_progress: Callable[[int], None] | None,
-        start: Callable[[], None],
-        events: ControlEvents,
-    ) -> bool:
-        """Runs the network to `until` with the plane in the loop (`until` and the rest
-        as `Simulation.run` takes them): `start()` once the network is ready, then every
-        batch of control events to `events`. Returns whether every flow has finished."""
+    def run(self, request: RunRequest, start: Callable[[], None], events: ControlEvents) -> bool:
+        """Runs the network as `request` asks with the plane in the loop: `start()` once
+        the network is ready, then every batch of control events to `events`. Returns
+        whether every flow has finished."""
 
     @abstractmethod
     def unsupported(self, what: str) -> ValueError:
@@ -177,17 +182,11 @@ class EngineSeam(Seam):
     def set_miss(self, switch: int, miss: str) -> None:
         self._engine.set_miss(switch, miss)
 
-    def run(
-        self,
-        until: int,
-        stop_when_flows_finish: bool,
-        chunks: int,
-        on_progress: Callable[[int], None] | None,
-        start: Callable[[], None],
-        events: ControlEvents,
-    ) -> bool:
+    def run(self, request: RunRequest, start: Callable[[], None], events: ControlEvents) -> bool:
         engine = self._engine
-        end = self.sim._checked_run(until, stop_when_flows_finish, chunks, on_progress)
+        stop_when_flows_finish, chunks = request.stop_when_flows_finish, request.chunks
+        on_progress = request.on_progress
+        end = self.sim._checked_run(request.until, stop_when_flows_finish, chunks, on_progress)
         begin = engine.now
         engine.attach_control(True)
         try:

@@ -24,10 +24,11 @@ from os_ken.lib.packet import ethernet, ipv4, packet, tcp, udp
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
+from isthmus import arguments
 from isthmus.control import commands
 from isthmus.control.events import REMOVAL_REASONS, EntryRemoved, Event, PacketIn, Tick
 from isthmus.control.routing import next_hop_ports
-from isthmus.control.seam import ControlEvents, Seam
+from isthmus.control.seam import ControlEvents, RunRequest, Seam
 from isthmus.emulate.network import EmulatedNetwork, host_mac, host_of_mac, ofport
 from isthmus.emulate.openflow import Channel
 from isthmus.emulate.system import EmulationError
@@ -379,15 +380,10 @@ class OpenFlowSeam(Seam):
 
     # ---- running -----------------------------------------------------------------------
 
-    def run(
-        self,
-        until: int,
-        stop_when_flows_finish: bool,
-        chunks: int,
-        on_progress: Callable[[int], None] | None,
-        start: Callable[[], None],
-        events: ControlEvents,
-    ) -> bool:
+    def run(self, request: RunRequest, start: Callable[[], None], events: ControlEvents) -> bool:
+        until = arguments.duration(request.until, "until")
+        stop_when_flows_finish, chunks = request.stop_when_flows_finish, request.chunks
+        on_progress = request.on_progress
         if self._start_ns is not None:
             raise Unsupported("an emulated network runs once: build a new one to run again")
         # The programs start at time 0, as in the simulator: what they install at the

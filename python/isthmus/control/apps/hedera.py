@@ -102,7 +102,7 @@ class Hedera(Controller):
         return total
 
     def schedule(self) -> None:
-        flows = self.flows()
+        flows = self.flow_table()
         # What reached the receivers, as a switch's byte counters see it: the in-order
         # count would credit a period with bytes held behind a hole before it.
         delivered = arrived_bytes(flows)

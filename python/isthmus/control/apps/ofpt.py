@@ -199,7 +199,7 @@ class Ofpt(Controller):
         # A flow's ports and subflows never change: the table is read again only for
         # flows added since, not on every arrival.
         if self._ports_table is None or event.flow >= len(self._ports_table["src_port"]):
-            self._ports_table = self.flows()
+            self._ports_table = self.flow_table()
         table = self._ports_table
         subflows = int(table["subflows"][event.flow])
         self.flows[event.flow] = _LongFlow(
@@ -236,7 +236,7 @@ class Ofpt(Controller):
             return
         started = time.process_time()
         self.rounds += 1
-        table = self.flows()
+        table = self.flow_table()
         flows = list(self.flows.values())
         natural = estimate_demands([(f.src, f.dst) for f in flows])
         delivered = table["bytes_delivered"]
