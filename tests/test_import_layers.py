@@ -49,10 +49,7 @@ CONTROL_LAYERS = [
     ("routing",),
 ]
 
-KNOWN_UPWARD = {
-    # A notebook's view of a simulation shows the run's summary figures.
-    ("isthmus.simulation", "isthmus.results"),
-}
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 """Imports that still point up, each with its reason; the list only shrinks."""
 
 

@@ -74,17 +74,16 @@ def flow_frame(sim: Simulation) -> dict[str, np.ndarray]:
 def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
     flows = sim.flows()
     ports = sim.ports()
+    headline = sim.headline()
     is_switch = np.array(sim.topology.nodes()["kind"])[ports["node"]] == "switch"
     tx_packets = int(ports["tx_packets"].sum())
-    finished = int((flows["finish_ps"] >= 0).sum())
+    finished = headline["flows_finished"]
     bytes_sent = int(flows["bytes_sent"].sum())
-    bytes_delivered = int(flows["bytes_delivered"].sum())
-    utilization = ports["busy_ps"] / max(sim.now, 1)
+    bytes_delivered = headline["bytes_delivered"]
     times = flow_times(sim)
     # Datagram streams (UDP, BCN) end at a time, not with their last byte: completion
     # times say nothing of them, delivery and loss do.
     stream = flows["datagram"].astype(bool)
-    done = (times["fct_ps"] >= 0) & ~stream
     stream_sent = int(flows["bytes_sent"][stream].sum())
     stream_delivered = int(flows["bytes_delivered"][stream].sum())
     throughput = flow_throughput_bps(sim)
@@ -106,18 +105,18 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
         "delivered_fraction": bytes_delivered / bytes_sent if bytes_sent else None,
         "packets_sent": int(flows["packets_sent"].sum()),
         "packets_delivered": int(flows["packets_delivered"].sum()),
-        "packets_dropped": int(ports["drop_packets"].sum()),
+        "packets_dropped": headline["packets_dropped"],
         "packets_unroutable": int(sim.node_drops()["unroutable"].sum()),
         "packets_dropped_by_rules": int(sim.node_drops()["rule_drops"].sum()),
         # Packets whose time-to-live ran out: each was caught in a forwarding loop.
-        "loops": int(sim.node_drops()["ttl_drops"].sum()),
+        "loops": headline["loops"],
         "ecn_marks": int(ports["ecn_marks"].sum()),
         "max_switch_queue_packets": int(ports["max_queue_packets"][is_switch].max(initial=0)),
         "mean_queue_wait_us": float(ports["wait_ps"].sum() / tx_packets / 1e6)
         if tx_packets
         else 0.0,
-        "max_link_utilization": float(utilization.max(initial=0.0)),
-        "mean_fct_us": float(times["fct_ps"][done].mean() / 1e6) if done.any() else None,
+        "max_link_utilization": headline["max_link_utilization"],
+        "mean_fct_us": headline["mean_fct_us"],
         "slowdown": slowdown_summary(flows["size_bytes"][~stream], times["slowdown"][~stream]),
         "streams": int(stream.sum()),
         "stream_goodput_gbps": stream_delivered * 8 / max(seconds(sim.now), 1e-12) / 1e9
