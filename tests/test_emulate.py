@@ -459,3 +459,36 @@ def test_udp_streams_overflowing_a_link_lose_what_it_cannot_carry():
     received = int(flows["bytes_received"].sum()) // 1472
     lost = sent - received
     assert abs(lost - int(run.ports["drop_packets"].sum())) <= 0.005 * lost
+
+
+@needs_machine
+def test_a_link_taken_down_loses_what_is_sent_onto_it_until_it_comes_back():
+    spec = parse_scenario(scenario(size="200KB", control='[control]\nmiss = "route"\n'))
+    flows = spec.model_copy(update={"control": None}).build().flows()
+    dst = int(flows["dst"][0])
+    links = spec.topology.build(Path(".")).links()
+    host_node = spec.topology.build(Path(".")).nodes()["host_node"][dst]
+    link = int(np.flatnonzero((links["a"] == host_node) | (links["b"] == host_node))[0])
+    states = []
+
+    def cut(seam) -> None:
+        # Down before the traffic starts, up again one second into it.
+        seam.send(0, commands.SetLink(link, False))
+        device, namespace = seam.network.device(host_node, 0)
+        shown = ["ip", "-br", "link", "show", "dev", device]
+        if namespace is not None:
+            shown = ["ip", "netns", "exec", namespace, *shown]
+        states.append(subprocess.run(shown, capture_output=True, text=True).stdout)
+        seam.send(10**12, commands.SetLink(link, True))
+
+    run = emulate(spec, before_run=cut)
+    assert "DOWN" in states[0], states
+    finish_s = run.flows["finish_ps"] / 1e12
+    # Every flow finished; those into and out of the cut host only after the link came
+    # back (their SYNs, lost, go again after Linux's 1 s initial RTO), the others long
+    # before.
+    assert run.all_finished
+    cut_off = (run.flows["dst"] == dst) | (run.flows["src"] == dst)
+    assert cut_off.sum() == 2
+    assert (finish_s[cut_off] > 1.0).all(), finish_s
+    assert (finish_s[~cut_off] < 1.0).all(), finish_s

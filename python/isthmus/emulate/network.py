@@ -92,6 +92,8 @@ class EmulatedNetwork:
         self.shapes = shapes
         self.controller = controller
         self.ports: list[int] = [0] * len(self.kinds)
+        self.link_ends: list[tuple[tuple[int, int], tuple[int, int]]] = []
+        """Each link's two ends, (node, port) each, in the topology's link order."""
 
     def host_of_node(self, node: int) -> int:
         return self.host_node.index(node)
@@ -114,6 +116,7 @@ class EmulatedNetwork:
                 self._bridge(node)
         for a, b in self.links:
             self._link(a, self.ports[a], b, self.ports[b])
+            self.link_ends.append(((a, self.ports[a]), (b, self.ports[b])))
             self.ports[a] += 1
             self.ports[b] += 1
         self._neighbours()
@@ -241,6 +244,20 @@ class EmulatedNetwork:
             leaf = shape.queue.qdisc()
         command(*tc, "parent", "1:1", "handle", "10:", *leaf, what=what, namespace=namespace)
 
+    def set_link(self, link: int, up: bool) -> None:
+        """Takes link `link` down (what is sent onto it is lost either way; a
+        fast-failover group watching either end passes over it) or brings it back up.
+        A switch's end goes down; a host's end stays up and loses its carrier, as a NIC
+        does when the cable is pulled at the switch: the host keeps its address and
+        routes, and TCP retransmits until the link is back (taking the host's device
+        down would instead fail every connect at once)."""
+        state = "up" if up else "down"
+        for node, port in self.link_ends[link]:
+            if self.kinds[node] == "host":
+                continue
+            device, _ = self.device(node, port)
+            command("ip", "link", "set", "dev", device, state, what=f"link {link} {state}")
+
     def device(self, node: int, port: int) -> tuple[str, str | None]:
         """The interface of node `node`'s port `port` and its namespace (None: this
         one)."""
@@ -275,11 +292,10 @@ class EmulatedNetwork:
         """Every host learns every other host's MAC address (one `ip -batch` per host)."""
         hosts = range(len(self.host_node))
         for host in hosts:
-            node = self.host_node[host]
             batch = "".join(
                 f"neigh replace {host_ip(other)} lladdr {host_mac(other)} dev eth0 nud permanent\n"
                 for other in hosts
                 if other != host
             )
-            namespace = self.footprint.namespace(node)
+            namespace = self.footprint.namespace(self.host_node[host])
             command("ip", "-batch", "-", what="static neighbours", namespace=namespace, stdin=batch)

@@ -135,7 +135,7 @@ class OpenFlowSeam(Seam):
 
     def send(self, delay: int, command: commands.Command) -> int | None:
         entry = next(self._entry_ids) if isinstance(command, commands.InstallEntry) else None
-        if delay > 0 and self._start_ns is not None:
+        if delay > 0:
             heapq.heappush(
                 self._delayed, (self.now + delay, next(self._timer_ids), (command, entry))
             )
@@ -187,6 +187,13 @@ class OpenFlowSeam(Seam):
                 self._packet_out(buffer, outputs)
             case commands.DropBuffer(buffer):
                 self._buffers.pop(buffer, None)
+            case commands.SetLink(link, up):
+                if link >= len(self.network.link_ends):
+                    raise ValueError(
+                        f"link {link} does not exist; the topology has "
+                        f"{len(self.network.link_ends)} links"
+                    )
+                self.network.set_link(link, up)
             case _:
                 raise Unsupported(
                     f"the emulation cannot yet carry out {type(command).__name__} commands "
