@@ -410,7 +410,7 @@ def test_four_cubic_flows_share_a_bottleneck_as_in_the_simulator():
     path = Path(__file__).resolve().parents[1] / "examples" / "emulation" / "dumbbell-cubic.toml"
     spec = load_scenario(path)
     run = emulate(spec, base=path.parent)
-    table = side_by_side(spec, run, None, path.parent)
+    table = side_by_side(spec, [run], [spec.seed], path.parent)
     # No 1500 B packet carries more than 1460 B of payload, so 40 Mb/s carries at most
     # 38.9 Mb/s (Linux's 1448 B with timestamps in 1514 B frames: 38.3): both come
     # close, and both share it evenly four ways.
@@ -444,7 +444,7 @@ def test_udp_streams_overflowing_a_link_lose_what_it_cannot_carry():
     path = Path(__file__).resolve().parents[1] / "examples/emulation/udp-incast.toml"
     spec = load_scenario(path)
     run = emulate(spec, base=path.parent)
-    table = side_by_side(spec, run, None, path.parent)
+    table = side_by_side(spec, [run], [spec.seed], path.parent)
     # 32 Mb/s offered to a 20 Mb/s link: 3/8 lost (a little less: the queue holds some
     # at the end), and the link's 20 Mb/s delivered as payload: 1472 of each 1500 B.
     for side in ("simulated", "emulated"):

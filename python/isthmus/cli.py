@@ -305,6 +305,13 @@ def emulate(
         "--compare",
         help="Also run the scenario in the simulator (Linux hosts) and show both side by side.",
     ),
+    seeds: int = typer.Option(
+        1,
+        min=1,
+        max=100,
+        help="Run this many seeds (the scenario's, or --seed, and those after it): a run "
+        "folder each, and with --compare means with 95% intervals.",
+    ),
 ) -> None:
     """Run a scenario on real switches: Open vSwitch bridges driven over OpenFlow 1.3 by
     the scenario's control apps, hosts in network namespaces running Linux TCP (needs
@@ -332,31 +339,59 @@ def emulate(
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
             out = Path("runs") / f"{spec.name}-emulated-{stamp}"
         check_output(out, "--out", folder=True, new=True)
-        result = emulation.emulate(
-            spec,
-            seed=seed,
-            base=path.parent,
-            rate_scale=scale,
-            ignore_delay_below=ignore_delay_below,
-        )
-        comparison = side_by_side(spec, result, seed, path.parent) if compare else None
+        first = spec.seed if seed is None else seed
+        chosen = list(range(first, first + seeds))
+        results = []
+        for run_seed in chosen:
+            results.append(
+                emulation.emulate(
+                    spec,
+                    seed=run_seed,
+                    base=path.parent,
+                    rate_scale=scale,
+                    ignore_delay_below=ignore_delay_below,
+                )
+            )
+        comparison = side_by_side(spec, results, chosen, path.parent) if compare else None
     except (ScenarioError, ValueError, emulation.EmulationError) as e:
         _fail(str(e))
     except KeyboardInterrupt:
         _fail("stopped by Ctrl-C; everything the run made is removed")
-    folder = emulation.write_run(result, out, comparison)
-    table = Table(title=f"{spec.name} (emulated)", show_header=False)
-    for key, value in result.summary.items():
-        table.add_row(key, str(value))
-    console.print(table)
-    if comparison is not None:
-        table = Table(
-            "figure", "simulated", "emulated", "emulated / simulated", title="side by side"
-        )
-        for key, row in comparison.items():
-            table.add_row(key, *(("-" if v is None else f"{v:.4g}") for v in row.values()))
+    for run_seed, result in zip(chosen, results, strict=True):
+        folder = out if seeds == 1 else out / f"seed{run_seed}"
+        emulation.write_run(result, folder)
+        table = Table(title=f"{spec.name} (emulated, seed {run_seed})", show_header=False)
+        for key, value in result.summary.items():
+            if not isinstance(value, dict):
+                table.add_row(key, str(value))
         console.print(table)
-    console.print(f"run folder: {folder}")
+    if comparison is not None:
+        (out / "compare.json").write_text(json.dumps(comparison, indent=2) + "\n")
+        _print_side_by_side(comparison, len(chosen))
+    console.print(f"run folder{'s' if seeds > 1 else ''}: {out}")
+
+
+def _print_side_by_side(comparison: dict, seeds: int) -> None:
+    def shown(mean: float, half: float) -> str:
+        return f"{mean:.4g}" if seeds == 1 else f"{mean:.4g} ± {half:.2g}"
+
+    columns = ["figure", "simulated", "emulated", "emulated / simulated"]
+    if seeds > 1:
+        columns.append("emulated - simulated, 95% (Welch)")
+    title = "side by side" + (f", means over {seeds} seeds ± 95% half-width" if seeds > 1 else "")
+    table = Table(*columns, title=title)
+    for key, row in comparison.items():
+        cells = [
+            key,
+            shown(row["simulated"], row["simulated_half"]),
+            shown(row["emulated"], row["emulated_half"]),
+            "-" if row["ratio"] is None else f"{row['ratio']:.3g}",
+        ]
+        if seeds > 1:
+            low_high = row["difference"]
+            cells.append("-" if low_high is None else f"[{low_high[0]:.3g}, {low_high[1]:.3g}]")
+        table.add_row(*cells)
+    console.print(table)
 
 
 def _report_abandoned_partials() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isthmus.compare import mean_interval, welch_interval
 from isthmus.emulate.run import EmulatedRun
 from isthmus.metrics import BUCKETS, bucket_of, nearest_rank
 from isthmus.network_metrics import jain_index
@@ -59,21 +60,39 @@ def figures(flows: dict[str, np.ndarray], drop_packets: int) -> dict[str, float 
 
 
 def side_by_side(
-    spec: Scenario, emulated: EmulatedRun, seed: int | None, base: Path
+    spec: Scenario, emulated: list[EmulatedRun], seeds: list[int], base: Path
 ) -> dict[str, dict]:
-    """figure -> {"simulated", "emulated", "ratio"} (emulated / simulated)."""
-    summary = emulated.summary
-    if summary["rate_scale"] != 1 or summary["delays_left_out_below_ps"]:
-        raise ScenarioError(
-            "--compare runs the scenario as written in both: write its links at the emulated "
-            "rates and delays rather than --scale or --ignore-delay-below"
-        )
-    sim = simulated_twin(spec, seed, base)
-    simulated = figures(sim.flows(), int(sim.ports()["drop_packets"].sum()))
-    real = figures(emulated.flows, int(emulated.ports["drop_packets"].sum()))
+    """figure -> {"simulated", "emulated": means over the seeds, "ratio": emulated /
+    simulated, "simulated_half", "emulated_half": half-widths of their 95 % t intervals
+    (0 with one seed), "difference": Welch's 95 % interval of emulated - simulated
+    (None with fewer than two seeds), and each seed's values}. `emulated[i]` ran at
+    `seeds[i]`; the simulator runs each seed too."""
+    for run in emulated:
+        if run.summary["rate_scale"] != 1 or run.summary["delays_left_out_below_ps"]:
+            raise ScenarioError(
+                "--compare runs the scenario as written in both: write its links at the "
+                "emulated rates and delays rather than --scale or --ignore-delay-below"
+            )
+    simulated = []
+    for seed in seeds:
+        sim = simulated_twin(spec, seed, base)
+        simulated.append(figures(sim.flows(), int(sim.ports()["drop_packets"].sum())))
+    real = [figures(run.flows, int(run.ports["drop_packets"].sum())) for run in emulated]
     table = {}
-    for key in dict.fromkeys([*simulated, *real]):
-        a, b = simulated.get(key), real.get(key)
-        ratio = None if a in (None, 0) or b is None else b / a
-        table[key] = {"simulated": a, "emulated": b, "ratio": ratio}
+    for key in dict.fromkeys([k for row in simulated + real for k in row]):
+        a = np.array([row[key] for row in simulated if row.get(key) is not None], dtype=float)
+        b = np.array([row[key] for row in real if row.get(key) is not None], dtype=float)
+        if not len(a) or not len(b):
+            continue
+        (mean_a, half_a), (mean_b, half_b) = mean_interval(a), mean_interval(b)
+        table[key] = {
+            "simulated": mean_a,
+            "emulated": mean_b,
+            "ratio": mean_b / mean_a if mean_a else None,
+            "simulated_half": half_a,
+            "emulated_half": half_b,
+            "difference": welch_interval(a, b),
+            "simulated_values": a.tolist(),
+            "emulated_values": b.tolist(),
+        }
     return table

@@ -155,6 +155,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     down_s = time.monotonic() - down_started
     _run_tables(sim, flows, ports, elapsed_ps, plan.rate_scale)
     summary = _summary(spec, plan, flows, ports, all_finished, up_s, down_s)
+    summary["seed"] = sim.seed
     summary["foreign_packet_ins"] = seam.foreign_frames
     summary["datapath_send_errors_logged"] = send_errors
     return EmulatedRun(flows, ports, plane, all_finished, up_s, down_s, summary)
@@ -250,13 +251,10 @@ def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
     }
 
 
-def write_run(run: EmulatedRun, out: Path, comparison: dict | None = None) -> Path:
-    """The run folder: summary.json, flows.parquet and ports.parquet, and with a
-    comparison (`isthmus.emulate.compare`), compare.json."""
+def write_run(run: EmulatedRun, out: Path) -> Path:
+    """The run folder: summary.json, flows.parquet and ports.parquet."""
     out.mkdir(parents=True, exist_ok=False)
     pq.write_table(pa.table(run.flows), out / "flows.parquet")
     pq.write_table(pa.table(run.ports), out / "ports.parquet")
     (out / "summary.json").write_text(json.dumps(run.summary, indent=2) + "\n")
-    if comparison is not None:
-        (out / "compare.json").write_text(json.dumps(comparison, indent=2) + "\n")
     return out
