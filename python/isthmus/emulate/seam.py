@@ -47,6 +47,8 @@ STATS_TIMEOUT_S = 5.0
 PROTOCOLS = {6: tcp.tcp, 17: udp.udp}
 TRANSPORT_MATCH = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
 PS_PER_S = 10**12
+LOOP_WAKE_S = 0.02
+"""The longest the run loop waits without a message, a report or a timer."""
 
 
 class Unsupported(EmulationError, ValueError):
@@ -417,9 +419,9 @@ class OpenFlowSeam(Seam):
                 next_due = min(
                     [until, *(t[0] for t in self._timers[:1]), *(d[0] for d in self._delayed[:1])]
                 )
-                for key, mask in self.channel.selector.select(
-                    0 if batch else max(0.0, (next_due - now) / PS_PER_S)
-                ):
+                # Flows also end by time passing (a UDP stream's grace): look again soon.
+                wait = min(max(0.0, (next_due - now) / PS_PER_S), LOOP_WAKE_S)
+                for key, mask in self.channel.selector.select(0 if batch else wait):
                     if key.data in pipes:
                         batch += self.traffic.read(pipes[key.data], self.to_ps)
                     else:
