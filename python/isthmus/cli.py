@@ -294,8 +294,8 @@ def emulate(
     ),
     ignore_delay_below: str = typer.Option(
         "0s",
-        help="Leave out link delays below this (the switches' own latency is larger), "
-        "e.g. where the kernel has no netem.",
+        help="Leave out link delays below this: the emulation adds no link delay yet "
+        "(the switches' own latency is larger than a microsecond's).",
     ),
     clean: bool = typer.Option(
         False, "--clean", help="Remove what killed emulation runs left behind, and nothing else."
@@ -343,28 +343,26 @@ def emulate(
         chosen = list(range(first, first + seeds))
         results = []
         for run_seed in chosen:
-            results.append(
-                emulation.emulate(
-                    spec,
-                    seed=run_seed,
-                    base=path.parent,
-                    rate_scale=scale,
-                    ignore_delay_below=ignore_delay_below,
-                )
+            result = emulation.emulate(
+                spec,
+                seed=run_seed,
+                base=path.parent,
+                rate_scale=scale,
+                ignore_delay_below=ignore_delay_below,
             )
+            # Each seed's folder as soon as it has run: a later failure keeps it.
+            emulation.write_run(result, out if seeds == 1 else out / f"seed{run_seed}")
+            results.append(result)
+            table = Table(title=f"{spec.name} (emulated, seed {run_seed})", show_header=False)
+            for key, value in result.summary.items():
+                if not isinstance(value, dict):
+                    table.add_row(key, str(value))
+            console.print(table)
         comparison = side_by_side(spec, results, chosen, path.parent) if compare else None
     except (ScenarioError, ValueError, emulation.EmulationError) as e:
         _fail(str(e))
     except KeyboardInterrupt:
         _fail("stopped by Ctrl-C; everything the run made is removed")
-    for run_seed, result in zip(chosen, results, strict=True):
-        folder = out if seeds == 1 else out / f"seed{run_seed}"
-        emulation.write_run(result, folder)
-        table = Table(title=f"{spec.name} (emulated, seed {run_seed})", show_header=False)
-        for key, value in result.summary.items():
-            if not isinstance(value, dict):
-                table.add_row(key, str(value))
-        console.print(table)
     if comparison is not None:
         (out / "compare.json").write_text(json.dumps(comparison, indent=2) + "\n")
         _print_side_by_side(comparison, len(chosen))

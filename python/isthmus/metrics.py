@@ -24,9 +24,12 @@ def flow_times(sim: Simulation) -> dict[str, np.ndarray]:
     return completion_times(sim, sim.flows())
 
 
-def completion_times(sim: Simulation, flows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def completion_times(
+    sim: Simulation, flows: dict[str, np.ndarray], rate_scale: float = 1.0
+) -> dict[str, np.ndarray]:
     """`flow_times` of a flow table with `sim`'s flows, wherever they ran (an emulated
-    network measures its own starts and finishes; the ideal is the same)."""
+    network measures its own starts and finishes), on links `rate_scale` times slower
+    than `sim`'s."""
     finished = flows["finish_ps"] >= 0
     fct = np.where(finished, flows["finish_ps"] - flows["start_ps"], -1)
     rtts: dict[tuple[int, int], int] = {}
@@ -35,7 +38,7 @@ def completion_times(sim: Simulation, flows: dict[str, np.ndarray]) -> dict[str,
         if pair not in rtts:
             rtts[pair] = sim.base_rtt(*pair)
         base[i] = rtts[pair]
-    rates = sim.topology.access_rates()[flows["src"]] if len(fct) else np.zeros(0)
+    rates = sim.topology.access_rates()[flows["src"]] / rate_scale if len(fct) else np.zeros(0)
     ideal = flows["size_bytes"] * 8 / rates * PS_PER_SECOND + base
     slowdown = np.where(finished, fct / ideal, np.nan)
     # A timed (iperf-like) flow has no size until its time is up: no ideal yet either.

@@ -710,7 +710,12 @@ class ControlPlane:
     def _dispatch(self, events: list[Event]) -> None:
         for event in events:
             if isinstance(event, Tick):
-                callback, periodic = self._timers[event.timer]
+                # A timer cancelled by a handler earlier in the same batch does not fire
+                # (a live network can report a tick and the event that cancels it at once).
+                timer = self._timers.get(event.timer)
+                if timer is None:
+                    continue
+                callback, periodic = timer
                 if not periodic:
                     del self._timers[event.timer]
                 callback()

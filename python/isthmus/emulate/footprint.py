@@ -58,7 +58,7 @@ class Footprint:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         while True:
             tag = secrets.token_hex(2)
-            if not (STATE_DIR / f"{tag}.json").exists():
+            if not (STATE_DIR / f"{tag}.json").exists() and not _named_like(tag):
                 break
         run_dir = Path(run_root) / f"isthmus-emulate-{tag}"
         run_dir.mkdir(parents=True)
@@ -159,6 +159,15 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def _named_like(tag: str) -> bool:
+    """Whether a namespace or interface already has a name run `tag` would give: a tag
+    is only taken if nothing on the machine could be mistaken for its run's."""
+    namespaces = os.listdir("/run/netns") if os.path.isdir("/run/netns") else []
+    if any(n.startswith(f"{NAMESPACE_PREFIX}{tag}-") for n in namespaces):
+        return True
+    return any(n.startswith(f"{INTERFACE_PREFIX}{tag}") for n in os.listdir("/sys/class/net"))
 
 
 def recorded() -> list[Footprint]:

@@ -1,6 +1,7 @@
 """The scenario's topology made of real parts: a network namespace per host, an Open
 vSwitch bridge per switch, a veth pair per link, and on each end's egress the link's
-rate (htb), its queue (pfifo, or bfifo for a limit in bytes) and its delay (netem).
+rate (htb) and its queue (pfifo, or bfifo for a limit in bytes); link delays are not
+added yet (`isthmus.emulate.scope` refuses them).
 
 Addresses stand for host numbers, as in the simulator: host h has the MAC address
 02:00:hh:hh:hh:hh and the IPv4 address 10.0.0.0/8 + h + 1, and every host knows every
@@ -67,7 +68,6 @@ class LinkShape:
     """One direction of a link as the kernel shapes it."""
 
     rate_bps: int
-    delay_us: float
     queue: Queue
 
 
@@ -131,13 +131,17 @@ class EmulatedNetwork:
         for node in switches:
             name = self.bridge(node)
             settings += ["--", "set-controller", name, self.controller]
+            # No inactivity probe: the controller answers echoes only while it polls,
+            # and it does not poll while it reads counters or starts the runners.
             settings += ["--", "set", "controller", name, "connection_mode=out-of-band"]
+            settings += ["--", "set", "controller", name, "inactivity_probe=0"]
         self.ovs.vsctl(*settings)
 
     def _host(self, node: int) -> None:
         namespace = self.footprint.namespace(node)
-        command("ip", "netns", "add", namespace, what=f"making host {node}'s namespace")
+        # On record before it exists: whatever stops the run next, it is found.
         self.footprint.add_namespace(namespace)
+        command("ip", "netns", "add", namespace, what=f"making host {node}'s namespace")
         command("ip", "link", "set", "lo", "up", what="host loopback", namespace=namespace)
         for setting in ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"):
             command("sysctl", "-q", "-w", setting, what="turning IPv6 off", namespace=namespace)
@@ -155,13 +159,13 @@ class EmulatedNetwork:
 
     def _link(self, a: int, port_a: int, b: int, port_b: int) -> None:
         end_a, end_b = self.footprint.interface(a, port_a), self.footprint.interface(b, port_b)
-        command(
-            "ip", "link", "add", end_a, "type", "veth", "peer", "name", end_b, what="making a link"
-        )
-        # Both ends: the one left in this namespace is deleted with its pair, at once
-        # (deleting a namespace takes its ends with it only some time later).
+        # Both ends, on record before they exist: the one left in this namespace is
+        # deleted with its pair at once (deleting a namespace takes its ends with it
+        # only some time later).
         self.footprint.add_interface(end_a)
         self.footprint.add_interface(end_b)
+        veth = ("ip", "link", "add", end_a, "type", "veth", "peer", "name", end_b)
+        command(*veth, what="making a link")
         for node, port, end in ((a, port_a, end_a), (b, port_b, end_b)):
             if self.kinds[node] == "host":
                 self._into_host(node, port, end)
@@ -238,10 +242,7 @@ class EmulatedNetwork:
             "htb", "rate", f"{shape.rate_bps}bit", "ceil", f"{shape.rate_bps}bit",
             what=what, namespace=namespace,
         )  # fmt: skip
-        if shape.delay_us > 0:
-            leaf = ["netem", "delay", f"{shape.delay_us}us", "limit", str(shape.queue.limit)]
-        else:
-            leaf = shape.queue.qdisc()
+        leaf = shape.queue.qdisc()
         command(*tc, "parent", "1:1", "handle", "10:", *leaf, what=what, namespace=namespace)
 
     def set_link(self, link: int, up: bool) -> None:

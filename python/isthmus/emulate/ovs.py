@@ -72,9 +72,9 @@ class OpenVSwitch:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not socket.exists():
             if daemon.poll() is not None or time.monotonic() > deadline:
-                raise EmulationError(
-                    f"{program} did not start: see {self.dir / (program + '.out')}"
-                )
+                # Its log goes with the run's directory: the message carries its end.
+                said = (self.dir / f"{program}.out").read_text(errors="replace").splitlines()
+                raise EmulationError(f"{program} did not start: {' '.join(said[-3:])}")
             time.sleep(0.01)
 
     @property

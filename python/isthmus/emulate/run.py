@@ -97,16 +97,16 @@ def emulate(
         )
     threshold = units.time_ps(ignore_delay_below)
     sim = spec.model_copy(update={"control": None}).build(seed=seed, base=base)
-    footprint = Footprint.start(run_root or Path(tempfile.gettempdir()))
-    try:
-        probe = f"{footprint.namespace(0)}-probe"
-        footprint.add_namespace(probe)
-        machine = capabilities(probe)
-        plan = scope(spec, sim, machine, rate_scale=rate_scale, ignore_delay_below_ps=threshold)
-        with _terminated_as_stopped():
+    with _terminated_as_stopped():
+        footprint = Footprint.start(run_root or Path(tempfile.gettempdir()))
+        try:
+            probe = f"{footprint.namespace(0)}-probe"
+            footprint.add_namespace(probe)
+            machine = capabilities(probe)
+            plan = scope(spec, sim, machine, rate_scale=rate_scale, ignore_delay_below_ps=threshold)
             return _run(spec, sim, plan, footprint, on_progress, before_run)
-    finally:
-        footprint.remove()
+        finally:
+            footprint.remove()
 
 
 def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
@@ -131,7 +131,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
         seam.prime_datapath()
         ovs.enlarge_send_buffer(_send_buffer(plan.shapes, seam.ports.kinds))
         duration_ps = units.time_ps(spec.run.duration)
-        traffic.launch(network, footprint, duration_ps // 1000)
+        traffic.launch(network, footprint)
         if before_run is not None:
             before_run(seam)
         up_s = time.monotonic() - started
@@ -158,9 +158,11 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     summary["seed"] = sim.seed
     summary["foreign_packet_ins"] = seam.foreign_frames
     summary["datapath_send_errors_logged"] = send_errors
+    summary["datagrams_refused_at_senders"] = traffic.refused
     return EmulatedRun(flows, ports, plane, all_finished, up_s, down_s, summary)
 
 
+MAX_SEND_BUFFER = (2**31 - 1) // 2
 FRAME_TRUESIZE = 2304
 """What the kernel charges a socket for one full-size frame waiting in a queue."""
 
@@ -174,7 +176,8 @@ def _send_buffer(shapes: dict[tuple[int, int], LinkShape], kinds: list[str]) -> 
             queue = shape.queue
             frames = queue.limit if not queue.in_bytes else queue.limit // 64 + 1
             room += frames * FRAME_TRUESIZE
-    return max(2 * room, 4 << 20)
+    # SO_SNDBUFFORCE takes an int, and the kernel doubles it.
+    return min(max(2 * room, 4 << 20), MAX_SEND_BUFFER)
 
 
 def _port_table(seam: OpenFlowSeam, network: EmulatedNetwork) -> dict[str, np.ndarray]:
@@ -212,7 +215,7 @@ def _run_tables(
     simulator's ideal for the flow: size at the access rate plus the unloaded round
     trip), port names, roles, rates as emulated and utilisation (bytes sent over the
     run, which the emulation measures, where the simulator counts busy time)."""
-    times = completion_times(sim, flows)
+    times = completion_times(sim, flows, rate_scale)
     flows["flow_id"] = np.arange(len(flows["src"]), dtype=np.uint32)
     flows.update(times)
     nodes = sim.topology.nodes()

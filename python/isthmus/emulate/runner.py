@@ -9,8 +9,8 @@ the bytes and datagrams sent) and, every `PROGRESS_S`, `progress` (bytes receive
 far, first and last arrival of each flow to this host still receiving). Times are
 CLOCK_MONOTONIC nanoseconds, one clock for every namespace. Once it listens it says
 `ready` and waits for the common start time on stdin (so that every host starts on one
-clock); flows start at their offsets from it. It stops at the plan's end, or on SIGTERM
-(the emulation's, once every flow has finished).
+clock); flows start at their offsets from it. It stops when the emulation says so
+(SIGTERM, or the end of its stdin), never by itself.
 
 Standard library only: it starts in every host, and quickly."""
 
@@ -25,6 +25,7 @@ import threading
 import time
 
 CHUNK = bytes(1 << 16)
+SO_RCVBUFFORCE = 33  # Linux's; Python's socket module does not name it
 POLL_S = 0.05
 PROGRESS_S = 0.01
 """How often the bytes received so far are reported (what a controller reading flow
@@ -67,12 +68,26 @@ def receive(conn: socket.socket, flow: int, size: int) -> None:
     conn.close()
 
 
-def listen(port: int, incoming: dict[tuple[str, int], tuple[int, int]]) -> None:
+def _stream_server(port: int) -> socket.socket:
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("0.0.0.0", port))
     server.listen(1024)
     server.settimeout(POLL_S)
+    return server
+
+
+def _datagram_server(port: int) -> socket.socket:
+    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    # Past rmem_max (SO_RCVBUFFORCE, root's): a burst waits here rather than being
+    # dropped uncounted by a full socket.
+    server.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 1 << 22)
+    server.bind(("0.0.0.0", port))
+    server.settimeout(POLL_S)
+    return server
+
+
+def listen(server: socket.socket, incoming: dict[tuple[str, int], tuple[int, int]]) -> None:
     while not _stop.is_set():
         try:
             conn, peer = server.accept()
@@ -83,11 +98,7 @@ def listen(port: int, incoming: dict[tuple[str, int], tuple[int, int]]) -> None:
     server.close()
 
 
-def listen_datagrams(port: int, incoming: dict[tuple[str, int], int]) -> None:
-    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-    server.bind(("0.0.0.0", port))
-    server.settimeout(POLL_S)
+def listen_datagrams(server: socket.socket, incoming: dict[tuple[str, int], int]) -> None:
     while not _stop.is_set():
         try:
             data, peer = server.recvfrom(1 << 16)
@@ -113,7 +124,7 @@ def send(
     if not _wait_until(start_ns):
         return
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    error = None
+    error, sent = None, 0
     report(kind="arrival", flow=flow, time_ns=time.monotonic_ns())
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -123,6 +134,7 @@ def send(
         left = size
         while left > 0:
             left -= sock.send(CHUNK[: min(left, len(CHUNK))])
+            sent = size - left
         sock.shutdown(socket.SHUT_WR)
         # The receiver closes once it has read everything: the flow is done.
         while sock.recv(1 << 12):
@@ -130,7 +142,7 @@ def send(
     except OSError as e:
         error = str(e)
     sock.close()
-    report(kind="sent", flow=flow, time_ns=time.monotonic_ns(), error=error, bytes=size)
+    report(kind="sent", flow=flow, time_ns=time.monotonic_ns(), error=error, bytes=sent)
 
 
 def send_datagrams(
@@ -196,25 +208,48 @@ def progress() -> None:
             last = now
 
 
+class Stop(Exception):
+    """SIGTERM: the emulation is done with this host (or gave up before it started)."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Stop
+
+
 def main(plan_path: str) -> None:
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        run(plan_path)
+    except Stop:
+        pass
+    finally:
+        _stop.set()
+    report(kind="done", time_ns=time.monotonic_ns())
+
+
+def run(plan_path: str) -> None:
     with open(plan_path) as file:
         plan = json.load(file)
-    signal.signal(signal.SIGTERM, lambda *_: _stop.set())
     incoming = {(src, sport): (flow, size) for flow, src, sport, dport, size in plan["incoming"]}
     datagrams_in = {(src, sport): flow for flow, src, sport, _ in plan["incoming_datagrams"]}
+    # Every socket listens before this host says it is ready: a flow to it may start
+    # the moment every host is.
     threads = [
-        threading.Thread(target=listen, args=(port, incoming), daemon=True)
-        for port in sorted({dport for *_, dport, _size in plan["incoming"]})
+        threading.Thread(target=listen, args=(server, incoming), daemon=True)
+        for server in map(_stream_server, sorted({p for *_, p, _size in plan["incoming"]}))
     ]
     threads += [
-        threading.Thread(target=listen_datagrams, args=(port, datagrams_in), daemon=True)
-        for port in sorted({dport for *_, dport in plan["incoming_datagrams"]})
+        threading.Thread(target=listen_datagrams, args=(server, datagrams_in), daemon=True)
+        for server in map(_datagram_server, sorted({p for *_, p in plan["incoming_datagrams"]}))
     ]
     threads.append(threading.Thread(target=progress, daemon=True))
     for thread in threads:
         thread.start()
     report(kind="ready", time_ns=time.monotonic_ns())
-    start = int(sys.stdin.readline())
+    line = sys.stdin.readline()
+    if not line:  # the emulation gave up before the start
+        return
+    start = int(line)
     senders = [
         threading.Thread(
             target=send, args=(flow, dst, sport, dport, size, start + offset, cc), daemon=True
@@ -231,11 +266,9 @@ def main(plan_path: str) -> None:
     ]
     for sender in senders:
         sender.start()
-    end = start + plan["duration_ns"]
-    while not _stop.is_set() and time.monotonic_ns() < end:
-        _stop.wait(POLL_S)
-    _stop.set()
-    report(kind="done", time_ns=time.monotonic_ns())
+    # Until the emulation says stop (SIGTERM, or its end of stdin): a runner that
+    # stopped by itself would look, to the emulation, like one that failed.
+    sys.stdin.readline()
 
 
 if __name__ == "__main__":

@@ -78,6 +78,11 @@ def scope(
         raise ScenarioError(
             f"network.routing: the emulation routes by ECMP only, not {network.routing!r}"
         )
+    if spec.telemetry.sample_interval is not None:
+        raise ScenarioError(
+            "telemetry.sample_interval: the emulation records no time series yet; "
+            "leave it out to emulate this scenario"
+        )
     if spec.tcp.model_fields_set:
         keys = ", ".join(sorted(spec.tcp.model_fields_set))
         raise ScenarioError(
@@ -197,28 +202,26 @@ def _shapes(
         )
     delays = ports["delay_ps"]
     kept = delays[delays >= max(ignore_delay_below_ps, 1)]
-    if len(kept) and "netem" not in capabilities.qdiscs:
+    if len(kept):
+        # A delay needs netem at the root of each port, in front of the rate and the
+        # queue (under htb, its delay would overlap the queueing and its limit count
+        # the packets in flight); that is not built yet.
         raise ScenarioError(
-            f"topology: links have delays up to {int(kept.max()) / 1e6:g} us and this kernel "
-            "has no 'netem' qdisc to add them; leave out delays below a bound "
-            "(--ignore-delay-below, e.g. the "
-            "switches' own latency, docs/emulation.md) or run where netem is available"
+            f"topology: links have delays up to {int(kept.max()) / 1e6:g} us, which the "
+            "emulation does not add yet; leave out delays below a bound "
+            "(--ignore-delay-below; the switches' own latency is larger, docs/emulation.md) "
+            "or write the links without delay"
         )
     queues = {
         "host": _queue(network.host_queue, "network.host_queue"),
         "switch": _queue(network.switch_queue, "network.switch_queue"),
     }
-    shapes = {}
-    for node, port, rate, delay in zip(
-        ports["node"].tolist(),
-        ports["port"].tolist(),
-        ports["rate_bps"].tolist(),
-        delays.tolist(),
-        strict=True,
-    ):
-        delay_us = delay / 1e6 if delay >= max(ignore_delay_below_ps, 1) else 0.0
-        shapes[(node, port)] = LinkShape(round(rate / rate_scale), delay_us, queues[kinds[node]])
-    return shapes
+    return {
+        (node, port): LinkShape(round(rate / rate_scale), queues[kinds[node]])
+        for node, port, rate in zip(
+            ports["node"].tolist(), ports["port"].tolist(), ports["rate_bps"].tolist(), strict=True
+        )
+    }
 
 
 def _queue(limit: str, field: str) -> Queue:

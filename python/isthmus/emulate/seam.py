@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import selectors
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from os_ken.lib.packet import ethernet, ipv4, packet, tcp, udp
@@ -86,6 +88,8 @@ class OpenFlowSeam(Seam):
         self._pending: list[tuple[int, object]] = []
         self._delayed: list[tuple[int, int, commands.Command]] = []
         self._held: list[Event] = []
+        self._parts: dict[tuple[int, int], list[int]] = {}
+        """(switch, entry) -> [OpenFlow entries still in, packets and bytes of those gone]."""
         self.foreign_frames = 0
         """Packet-ins of frames not between two hosts (dropped, not handed up)."""
         # Flow id by its packets' (src host, src port, dst host, dst port), both ways.
@@ -214,7 +218,9 @@ class OpenFlowSeam(Seam):
         instructions = self._instructions(switch, fields, fields.get("in_port"))
         flags = ofp.OFPFF_SEND_FLOW_REM
         timeouts = {key: _seconds(fields.get(key), key) for key in ("idle_timeout", "hard_timeout")}
-        for match in self._matches(fields):
+        matches = self._matches(fields)
+        self._parts[(switch, entry)] = [len(matches), 0, 0]
+        for match in matches:
             self._to(switch, lambda dp, match=match: parser.OFPFlowMod(
                 dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_ADD, priority=priority,
                 cookie=cookie(entry), flags=flags, match=parser.OFPMatch(**match),
@@ -364,28 +370,44 @@ class OpenFlowSeam(Seam):
             s: self.channel.send(s, parser.OFPBarrierRequest(self.channel.connection(s)))
             for s in switches
         }
-        self._await(
-            lambda node, msg: (
-                isinstance(msg, parser.OFPBarrierReply) and waiting.get(node) == msg.xid
-            ),
-            len(waiting),
-        )
 
-    def _await(self, wanted: Callable[[int, object], bool], count: int) -> list[tuple[int, object]]:
-        """Polls until `count` messages satisfy `wanted`; anything else becomes an event
-        for the next dispatch."""
-        found = []
+        def take(node: int, msg) -> bool:
+            if isinstance(msg, parser.OFPBarrierReply) and waiting.get(node) == msg.xid:
+                del waiting[node]
+                return True
+            return False
+
+        self._await(take, lambda: not waiting)
+
+    def _statistics(self, switches: list[int], request: Callable) -> list[tuple[int, object]]:
+        """Each switch's answer to the multipart request `request(datapath)` makes, as
+        (switch, item) pairs: every part of the reply to that very request (by its
+        transaction id), however many parts the switch splits it into."""
+        waiting = {s: self.channel.send(s, request(self.channel.connection(s))) for s in switches}
+        items: list[tuple[int, object]] = []
+
+        def take(node: int, msg) -> bool:
+            if not isinstance(msg, parser.OFPMultipartReply) or waiting.get(node) != msg.xid:
+                return False
+            items.extend((node, item) for item in msg.body)
+            if not msg.flags & ofp.OFPMPF_REPLY_MORE:
+                del waiting[node]
+            return True
+
+        self._await(take, lambda: not waiting)
+        return items
+
+    def _await(self, take: Callable[[int, object], bool], done: Callable[[], bool]) -> None:
+        """Polls until `done()`, handing each message to `take`; what it does not take
+        becomes an event for the next dispatch."""
         deadline = time.monotonic() + STATS_TIMEOUT_S
-        while len(found) < count:
+        while not done():
             left = deadline - time.monotonic()
             if left <= 0:
                 raise EmulationError(f"switches did not answer within {STATS_TIMEOUT_S} s")
             for node, msg in self.channel.poll(left):
-                if wanted(node, msg):
-                    found.append((node, msg))
-                else:
+                if node is None or not take(node, msg):
                     self._held += self._events(node, msg)
-        return found
 
     # ---- running -----------------------------------------------------------------------
 
@@ -402,8 +424,11 @@ class OpenFlowSeam(Seam):
         self._start_ns = time.monotonic_ns()
         self.traffic.start(self._start_ns)
         pipes = self.traffic.pipes()
-        for fd in pipes:
-            self.channel.selector.register(fd, 1, fd)
+        for fd, host in pipes.items():
+            # A runner's reports come through the same poll as the switches' messages
+            # (as events, under no switch), wherever the seam waits: in this loop or for
+            # a statistics reply a program asked for.
+            self.channel.selector.register(fd, selectors.EVENT_READ, partial(self._reports, host))
         marks = [until * i // chunks for i in range(1, chunks + 1)]
         try:
             while True:
@@ -421,18 +446,18 @@ class OpenFlowSeam(Seam):
                 )
                 # Flows also end by time passing (a UDP stream's grace): look again soon.
                 wait = min(max(0.0, (next_due - now) / PS_PER_S), LOOP_WAKE_S)
-                for key, mask in self.channel.selector.select(0 if batch else wait):
-                    if key.data in pipes:
-                        batch += self.traffic.read(pipes[key.data], self.to_ps)
-                    else:
-                        for node, msg in key.data(mask):
-                            batch += self._events(node, msg)
+                for node, msg in self.channel.poll(0 if batch else wait):
+                    batch += self._events(node, msg)
                 if batch:
                     events(sorted(batch, key=lambda e: e.time))
         finally:
             for fd in pipes:
                 self.channel.selector.unregister(fd)
         return self.traffic.unfinished == 0
+
+    def _reports(self, host: int, _mask: int) -> list[tuple[None, Event]]:
+        """What host `host`'s runner reported, as (no switch, event) pairs."""
+        return [(None, event) for event in self.traffic.read(host, self.to_ps)]
 
     def _due(self, now: int) -> list[Event]:
         """Timers that fell due (as Tick events) and delayed commands, carried out."""
@@ -450,7 +475,9 @@ class OpenFlowSeam(Seam):
                 heapq.heappush(self._timers, (when + period, next(self._timer_ids), timer, period))
         return due
 
-    def _events(self, node: int, msg) -> list[Event]:
+    def _events(self, node: int | None, msg) -> list[Event]:
+        if node is None:  # a runner's report, already an event
+            return [msg]
         if isinstance(msg, parser.OFPPacketIn):
             event = self._packet_in(node, msg)
             if event is None:
@@ -459,17 +486,18 @@ class OpenFlowSeam(Seam):
         if isinstance(msg, parser.OFPFlowRemoved):
             if msg.cookie == SYSTEM_COOKIE:
                 return []
+            entry = msg.cookie - 1
+            # An entry matching a flow each way is two OpenFlow entries: it has left
+            # when both have, with both's counters.
+            parts = self._parts.get((node, entry), [1, 0, 0])
+            parts[0] -= 1
+            parts[1] += msg.packet_count
+            parts[2] += msg.byte_count
+            if parts[0] > 0:
+                return []
+            self._parts.pop((node, entry), None)
             reason = {ofp.OFPRR_IDLE_TIMEOUT: 0, ofp.OFPRR_HARD_TIMEOUT: 1}.get(msg.reason, 2)
-            return [
-                EntryRemoved(
-                    self.now,
-                    node,
-                    msg.cookie - 1,
-                    REMOVAL_REASONS[reason],
-                    msg.packet_count,
-                    msg.byte_count,
-                )
-            ]
+            return [EntryRemoved(self.now, node, entry, REMOVAL_REASONS[reason], *parts[1:])]
         return []
 
     def _packet_in(self, node: int, msg) -> PacketIn | None:
@@ -510,31 +538,27 @@ class OpenFlowSeam(Seam):
         emulated rate (`drop_packets`: what Open vSwitch counts as tx_dropped; the
         run's port table takes each queue's drops from its qdisc)."""
         switches = self._switches() if switch is None else [switch]
-        for s in switches:
-            self.channel.send(
-                s, parser.OFPPortStatsRequest(self.channel.connection(s), 0, ofp.OFPP_ANY)
-            )
-        replies = self._await(
-            lambda node, msg: isinstance(msg, parser.OFPPortStatsReply), len(switches)
+        stats = self._statistics(
+            switches, lambda dp: parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY)
         )
         rows = []
-        for node, reply in replies:
-            for stat in reply.body:
-                if 1 <= stat.port_no <= len(self.ports.neighbours[node]):
-                    port = stat.port_no - 1
-                    rows.append(
-                        (
-                            node,
-                            port,
-                            self.ports.neighbours[node][port],
-                            self.network.shapes[(node, port)].rate_bps,
-                            stat.tx_bytes,
-                            stat.tx_packets,
-                            stat.rx_bytes,
-                            stat.rx_packets,
-                            stat.tx_dropped,
-                        )
+        for node, stat in stats:
+            # The bridge's own (LOCAL) port is no port of the scenario's.
+            if 1 <= stat.port_no <= len(self.ports.neighbours[node]):
+                port = stat.port_no - 1
+                rows.append(
+                    (
+                        node,
+                        port,
+                        self.ports.neighbours[node][port],
+                        self.network.shapes[(node, port)].rate_bps,
+                        stat.tx_bytes,
+                        stat.tx_packets,
+                        stat.rx_bytes,
+                        stat.rx_packets,
+                        stat.tx_dropped,
                     )
+                )
         rows.sort()
         names = (
             "node",
@@ -556,19 +580,17 @@ class OpenFlowSeam(Seam):
     def entry_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
         """The programs' entries (table 0, the table-miss entry left out)."""
         switches = self._switches() if switch is None else [switch]
-        for s in switches:
-            self.channel.send(
-                s, parser.OFPFlowStatsRequest(self.channel.connection(s), table_id=PROGRAM_TABLE)
-            )
-        replies = self._await(
-            lambda node, msg: isinstance(msg, parser.OFPFlowStatsReply), len(switches)
+        stats = self._statistics(
+            switches, lambda dp: parser.OFPFlowStatsRequest(dp, table_id=PROGRAM_TABLE)
         )
-        rows = sorted(
-            (node, stat.cookie - 1, stat.priority, stat.packet_count, stat.byte_count)
-            for node, reply in replies
-            for stat in reply.body
-            if stat.cookie != SYSTEM_COOKIE
-        )
+        # An entry matching a flow each way is two OpenFlow entries: one row, summed.
+        summed: dict[tuple[int, int, int], list[int]] = {}
+        for node, stat in stats:
+            if stat.cookie != SYSTEM_COOKIE:
+                row = summed.setdefault((node, stat.cookie - 1, stat.priority), [0, 0])
+                row[0] += stat.packet_count
+                row[1] += stat.byte_count
+        rows = sorted((*key, packets, octets) for key, (packets, octets) in summed.items())
         names = ("switch", "entry", "priority", "packets", "bytes")
         types = (np.uint32, np.uint32, np.uint16, np.uint64, np.uint64)
         return {

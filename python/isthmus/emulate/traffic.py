@@ -4,6 +4,7 @@ reports become the control plane's flow events and, at the end, the flow table."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -25,6 +26,7 @@ RUNNER = Path(__file__).with_name("runner.py")
 KERNEL_CONGESTION_CONTROL = {"tcp": "reno", "cubic": "cubic", "dctcp": "dctcp"}
 """The kernel's algorithm closest to each transport: the engine's `tcp` is NewReno."""
 RUNNER_START_TIMEOUT_S = 30.0
+RUNNER_STOP_TIMEOUT_S = 10.0
 IP_UDP_HEADER_BYTES = 28
 DATAGRAM_GRACE_NS = 100_000_000
 """How long after a UDP flow's last datagram left it counts as done: far longer than
@@ -44,6 +46,8 @@ class FlowRecord:
     sent_ns: int | None = None
     bytes_sent: int = 0
     datagrams_sent: int = 0
+    datagrams_refused: int = 0
+    """Datagrams the sender's socket refused (its buffer full): dropped at the sender."""
     error: str | None = None
 
 
@@ -98,12 +102,17 @@ class Traffic:
             )
         )
 
-    def plans(self, duration_ns: int) -> dict[int, dict]:
+    @property
+    def refused(self) -> int:
+        """Datagrams the senders' sockets refused, in all."""
+        return sum(r.datagrams_refused for r in self.records)
+
+    def plans(self) -> dict[int, dict]:
         """Each host's runner plan."""
         f = self.flows
         hosts = sorted(set(f["src"].tolist()) | set(f["dst"].tolist()))
         lists = ("incoming", "outgoing", "incoming_datagrams", "outgoing_datagrams")
-        plans = {h: {key: [] for key in lists} | {"duration_ns": duration_ns} for h in hosts}
+        plans = {h: {key: [] for key in lists} for h in hosts}
         for flow in range(len(f["src"])):
             src, dst = int(f["src"][flow]), int(f["dst"][flow])
             sport, dport = int(f["src_port"][flow]), int(f["dst_port"][flow])
@@ -123,9 +132,9 @@ class Traffic:
             )
         return plans
 
-    def launch(self, network: EmulatedNetwork, footprint: Footprint, duration_ns: int) -> None:
+    def launch(self, network: EmulatedNetwork, footprint: Footprint) -> None:
         """Starts every host's runner and waits until each listens."""
-        for host, plan in self.plans(duration_ns).items():
+        for host, plan in self.plans().items():
             path = footprint.directory / f"plan-{host}.json"
             path.write_text(json.dumps(plan))
             runner = subprocess.Popen(
@@ -174,7 +183,15 @@ class Traffic:
         """What host `host`'s runner reported since the last read, as control events;
         `to_ps` turns a CLOCK_MONOTONIC ns time into the plane's ps."""
         runner = self._runners[host]
-        data = self._partial.pop(host, b"") + (runner.stdout.read() or b"")
+        received = runner.stdout.read()
+        if received == b"":  # the end of its reports: it stopped, and was not told to
+            runner.wait()
+            why = runner.stderr.read().decode(errors="replace").strip().splitlines()
+            raise EmulationError(
+                f"host {host}'s traffic runner stopped during the run (exit status "
+                f"{runner.returncode}): {' '.join(why[-3:]) or 'it said nothing'}"
+            )
+        data = self._partial.pop(host, b"") + (received or b"")
         *lines, rest = data.split(b"\n")
         if rest:
             self._partial[host] = rest
@@ -221,6 +238,7 @@ class Traffic:
             record.error = record.error or report["error"]
             record.bytes_sent = report["bytes"]
             record.datagrams_sent = report.get("datagrams", 0)
+            record.datagrams_refused = report.get("refused", 0)
             if flow in self.datagrams:
                 return [FlowFinished(to_ps(record.sent_ns), flow)]
             return []
@@ -229,6 +247,9 @@ class Traffic:
             record.first_ns = report["first_ns"]
             record.last_ns = record.finished_ns
             record.bytes_received = report["bytes"]
+            if record.bytes_received < int(self.flows["size_bytes"][flow]):
+                # The connection closed short of the flow's size: it did not finish.
+                return []
             return [FlowFinished(to_ps(record.finished_ns), flow)]
         raise EmulationError(
             f"a traffic runner reported {report}, which this version does not know"
@@ -244,16 +265,21 @@ class Traffic:
         return record.finished_ns if done else None
 
     def stop(self) -> None:
+        """Tells every runner to stop (SIGTERM, and the end of its stdin) and waits for
+        them all, `RUNNER_STOP_TIMEOUT_S` in all, killing what is left."""
         for runner in self._runners.values():
             if runner.poll() is None:
                 runner.terminate()
+            with contextlib.suppress(OSError):
+                runner.stdin.close()
+        deadline = time.monotonic() + RUNNER_STOP_TIMEOUT_S
         for runner in self._runners.values():
             try:
-                runner.wait(10)
+                runner.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 runner.kill()
                 runner.wait()
-            for pipe in (runner.stdin, runner.stdout, runner.stderr):
+            for pipe in (runner.stdout, runner.stderr):
                 pipe.close()
         self._runners.clear()
 
