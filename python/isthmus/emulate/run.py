@@ -159,6 +159,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     summary["foreign_packet_ins"] = seam.foreign_frames
     summary["datapath_send_errors_logged"] = send_errors
     summary["datagrams_refused_at_senders"] = traffic.refused
+    summary["flow_errors"] = traffic.errors
     return EmulatedRun(flows, ports, plane, all_finished, up_s, down_s, summary)
 
 

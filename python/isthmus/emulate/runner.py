@@ -10,21 +10,26 @@ far, first and last arrival of each flow to this host still receiving). Times ar
 CLOCK_MONOTONIC nanoseconds, one clock for every namespace. Once it listens it says
 `ready` and waits for the common start time on stdin (so that every host starts on one
 clock); flows start at their offsets from it. It stops when the emulation says so
-(SIGTERM, or the end of its stdin), never by itself.
+(SIGTERM, or the end of its stdin), never by itself; in between, each line on its
+stdin is a command to its senders (`pace`, `hold`, `release`).
 
 Standard library only: it starts in every host, and quickly."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
 
 CHUNK = bytes(1 << 16)
+HELD_CHUNK = 1 << 14
+"""The most a sender writes at once: a hold stops new data within this much."""
 SO_RCVBUFFORCE = 33  # Linux's; Python's socket module does not name it
 POLL_S = 0.05
 PROGRESS_S = 0.01
@@ -34,6 +39,14 @@ _lock = threading.Lock()
 _stop = threading.Event()
 _received: dict[int, list] = {}
 """[bytes, first_ns, last_ns] received so far by each flow to this host still going."""
+_pacing: dict[int, int] = {}
+"""Each paced TCP flow of this host's pacing rate (bytes/s), as the controller set it."""
+_sockets: dict[int, socket.socket] = {}
+"""This host's TCP flows' sockets, once open."""
+_gates: dict[int, threading.Event] = {}
+"""Each TCP flow of this host's gate: cleared while the controller holds the flow."""
+SO_MAX_PACING_RATE = 47  # Linux's
+UNPACED = 0xFFFFFFFF  # SO_MAX_PACING_RATE's "no limit"
 
 
 def report(**event: object) -> None:
@@ -125,22 +138,29 @@ def send(
         return
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     error, sent = None, 0
+    gate = _gates.setdefault(flow, _open_gate())
     report(kind="arrival", flow=flow, time_ns=time.monotonic_ns())
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        with _lock:
+            _sockets[flow] = sock
+            # Paced before it opened: the kernel paces it from its first segment.
+            if flow in _pacing:
+                _set_pacing(sock, _pacing[flow])
         sock.bind(("0.0.0.0", src_port))
         sock.connect((dst, dst_port))
         left = size
         while left > 0:
-            left -= sock.send(CHUNK[: min(left, len(CHUNK))])
+            gate.wait()  # held: no new data until released
+            left -= sock.send(CHUNK[: min(left, len(CHUNK), HELD_CHUNK)])
             sent = size - left
         sock.shutdown(socket.SHUT_WR)
         # The receiver closes once it has read everything: the flow is done.
         while sock.recv(1 << 12):
             pass
-    except OSError as e:
-        error = str(e)
+    except Exception as e:  # reported, never a sender thread dying in silence
+        error = f"{type(e).__name__}: {e}"
     sock.close()
     report(kind="sent", flow=flow, time_ns=time.monotonic_ns(), error=error, bytes=sent)
 
@@ -197,6 +217,39 @@ def send_datagrams(
     )  # fmt: skip
 
 
+def _set_pacing(sock: socket.socket, rate: int) -> None:
+    # An unsigned 32-bit value: a Python int would be read as a signed one.
+    sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, struct.pack("=I", rate))
+
+
+def _open_gate() -> threading.Event:
+    gate = threading.Event()
+    gate.set()
+    return gate
+
+
+def command(line: str) -> None:
+    """Carries out one of the controller's commands to this host's senders: `pace`
+    (a TCP flow's rate in bytes/s through the kernel's pacing, None: unpaced), `hold`
+    and `release` (no new data from a flow, and new data again)."""
+    order = json.loads(line)
+    flow = order["flow"]
+    if order["kind"] == "pace":
+        rate = UNPACED if order["rate"] is None else max(1, order["rate"])
+        with _lock:
+            _pacing[flow] = rate
+            sock = _sockets.get(flow)
+            if sock is not None:
+                with contextlib.suppress(OSError):  # closed meanwhile: the flow is done
+                    _set_pacing(sock, rate)
+    elif order["kind"] == "hold":
+        _gates.setdefault(flow, _open_gate()).clear()
+    elif order["kind"] == "release":
+        _gates.setdefault(flow, _open_gate()).set()
+    else:
+        report(kind="error", flow=flow, error=f"unknown command {order!r}")
+
+
 def progress() -> None:
     """Reports, as it changes, what each flow to this host still receiving has
     received."""
@@ -246,10 +299,15 @@ def run(plan_path: str) -> None:
     for thread in threads:
         thread.start()
     report(kind="ready", time_ns=time.monotonic_ns())
-    line = sys.stdin.readline()
-    if not line:  # the emulation gave up before the start
+    # Commands may come before the start time (programs start at time 0, before the
+    # traffic): each is carried out as it comes.
+    for line in sys.stdin:
+        if not line.startswith("{"):
+            start = int(line)
+            break
+        command(line)
+    else:  # the emulation gave up before the start
         return
-    start = int(line)
     senders = [
         threading.Thread(
             target=send, args=(flow, dst, sport, dport, size, start + offset, cc), daemon=True
@@ -266,9 +324,11 @@ def run(plan_path: str) -> None:
     ]
     for sender in senders:
         sender.start()
-    # Until the emulation says stop (SIGTERM, or its end of stdin): a runner that
-    # stopped by itself would look, to the emulation, like one that failed.
-    sys.stdin.readline()
+    # Commands, one a line, until the emulation says stop (SIGTERM, or the end of
+    # stdin): a runner that stopped by itself would look, to the emulation, like one
+    # that failed.
+    for line in sys.stdin:
+        command(line)
 
 
 if __name__ == "__main__":

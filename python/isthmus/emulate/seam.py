@@ -193,6 +193,14 @@ class OpenFlowSeam(Seam):
                 self._packet_out(buffer, outputs)
             case commands.DropBuffer(buffer):
                 self._buffers.pop(buffer, None)
+            case commands.Pace(flow, rate):
+                # The kernel paces in bytes per second, at the emulated rate.
+                scaled = None if rate is None else round(rate / self.rate_scale / 8)
+                self.traffic.order(flow, kind="pace", rate=scaled)
+            case commands.Hold(flow):
+                self.traffic.order(flow, kind="hold")
+            case commands.Release(flow):
+                self.traffic.order(flow, kind="release")
             case commands.SetLink(link, up):
                 if link >= len(self.network.link_ends):
                     raise ValueError(

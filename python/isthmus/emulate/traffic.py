@@ -103,6 +103,11 @@ class Traffic:
         )
 
     @property
+    def errors(self) -> list[str]:
+        """What went wrong for flows whose sender or receiver reported an error."""
+        return [f"flow {i}: {r.error}" for i, r in enumerate(self.records) if r.error]
+
+    @property
     def refused(self) -> int:
         """Datagrams the senders' sockets refused, in all."""
         return sum(r.datagrams_refused for r in self.records)
@@ -174,6 +179,15 @@ class Traffic:
         for runner in self._runners.values():
             runner.stdin.write(f"{start_ns}\n".encode())
             runner.stdin.flush()
+
+    def order(self, flow: int, **order: object) -> None:
+        """Hands a command for TCP flow `flow` to its source host's runner."""
+        if flow in self.datagrams:
+            raise ValueError(f"flow {flow} is a UDP stream; pace, hold and release act on TCP")
+        host = int(self.flows["src"][flow])
+        runner = self._runners[host]
+        runner.stdin.write((json.dumps({"flow": flow} | order) + "\n").encode())
+        runner.stdin.flush()
 
     def pipes(self) -> dict[int, int]:
         """The runners' report pipes: file descriptor -> host."""
