@@ -112,7 +112,7 @@ class Footprint:
         removed = []
         for pid, started in reversed(self.processes):
             if alive(pid, started):
-                _stop(pid)
+                stop_process(pid)
                 removed.append(f"process {pid}")
         for name in self.interfaces:
             if Path(f"/sys/class/net/{name}").exists():
@@ -136,7 +136,7 @@ def alive(pid: int, started: int | None) -> bool:
     return started is not None and process_start(pid) == started and _running(pid)
 
 
-def _stop(pid: int) -> None:
+def stop_process(pid: int) -> None:
     """SIGTERM, then SIGKILL if `pid` has not exited within STOP_WAIT_S."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)

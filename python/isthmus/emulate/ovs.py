@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from isthmus.emulate.footprint import Footprint, _stop
+from isthmus.emulate.footprint import Footprint, stop_process
 from isthmus.emulate.system import EmulationError, command
 
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
@@ -128,7 +128,7 @@ class OpenVSwitch:
         """Stops the daemons, ovs-vswitchd first (its bridges go with it)."""
         for daemon in reversed(self._daemons):
             if daemon.poll() is None:
-                _stop(daemon.pid)
+                stop_process(daemon.pid)
             daemon.wait()
         self._daemons.clear()
 

@@ -144,7 +144,6 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
         elapsed_ps = seam.now
         flows = traffic.table(seam.to_ps)
         ports = _port_table(seam, network)
-        traffic.stop()
         send_errors = ovs.send_errors()
         down_started = time.monotonic()
     finally:
