@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import signal
 import tempfile
 import time
@@ -255,9 +256,18 @@ def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
 
 
 def write_run(run: EmulatedRun, out: Path) -> Path:
-    """The run folder: summary.json, flows.parquet and ports.parquet."""
-    out.mkdir(parents=True, exist_ok=False)
-    pq.write_table(pa.table(run.flows), out / "flows.parquet")
-    pq.write_table(pa.table(run.ports), out / "ports.parquet")
-    (out / "summary.json").write_text(json.dumps(run.summary, indent=2) + "\n")
+    """The run folder: summary.json, flows.parquet and ports.parquet, assembled beside
+    it and renamed into place, so it is complete or absent."""
+    if out.exists():
+        raise FileExistsError(f"run folder {out} already exists")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        pq.write_table(pa.table(run.flows), partial / "flows.parquet")
+        pq.write_table(pa.table(run.ports), partial / "ports.parquet")
+        (partial / "summary.json").write_text(json.dumps(run.summary, indent=2) + "\n")
+        partial.rename(out)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     return out
