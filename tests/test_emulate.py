@@ -24,7 +24,14 @@ from isthmus.emulate import footprint as footprints  # noqa: E402
 from isthmus.emulate.network import host_mac  # noqa: E402
 from isthmus.emulate.run import emulate, write_run  # noqa: E402
 from isthmus.emulate.scope import scope  # noqa: E402
-from isthmus.emulate.seam import OpenFlowSeam, Unsupported, cookie  # noqa: E402
+from isthmus.emulate.seam import (  # noqa: E402
+    EGRESS_TABLE,
+    PROGRAM_TABLE,
+    ROUTING_TABLE,
+    OpenFlowSeam,
+    Unsupported,
+    cookie,
+)
 from isthmus.emulate.system import Capabilities, missing_tools  # noqa: E402
 from isthmus.emulate.traffic import Traffic  # noqa: E402
 from isthmus.scenario import ScenarioError, parse_scenario  # noqa: E402
@@ -183,7 +190,7 @@ def test_an_entry_matching_a_flow_matches_its_packets_each_way_by_their_ports():
     assert {"eth_src": host_mac(dst), "tcp_src": dport, "tcp_dst": sport}.items() <= matches[
         1
     ].items()
-    assert all(m.priority == 7 and m.table_id == 0 for m in both)
+    assert all(m.priority == 7 and m.table_id == PROGRAM_TABLE for m in both)
     # With the source given, only that direction.
     channel.sent.clear()
     seam.send(0, commands.InstallEntry(switch, 7, {"flow": flow, "src": src, "output": 1}))
@@ -197,8 +204,10 @@ def test_ports_count_from_one_in_openflow_and_no_action_means_the_routing_table(
     seam.send(0, commands.InstallEntry(0, 3, {"dst": 1}))
     to_port, to_routing = (msg for _, msg in channel.sent)
     assert dict(to_port.match.items())["in_port"] == 1
-    assert to_port.instructions[0].actions[0].port == 2
-    assert to_routing.instructions[0].table_id == 1
+    # Out of a port: its OpenFlow number in register 0, then the egress table.
+    set_port, egress = to_port.instructions[0].actions
+    assert (set_port.key, set_port.value, egress.table_id) == ("reg0", 2, EGRESS_TABLE)
+    assert to_routing.instructions[0].table_id == ROUTING_TABLE
 
 
 def test_deleting_a_programs_first_entry_leaves_the_table_miss_entry_alone():
@@ -560,3 +569,153 @@ def test_a_paced_flow_keeps_to_its_rate_and_a_held_one_waits_for_release():
     # Held, flow 1 sends at most its first 16 KB write before the release at 1 s.
     assert run.flows["finish_ps"][1] / 1e12 > 1.0, fct_s
     assert (fct_s[2:] < 0.5).all(), fct_s
+
+
+@needs_machine
+def test_a_watched_switch_counts_each_flow_by_the_ports_it_takes():
+    # ECMP over two spines; both leaves watch their flows from before the traffic starts.
+    spec = parse_scenario(scenario(size="1MB", control='[control]\nmiss = "route"\n'))
+    seams: list[OpenFlowSeam] = []
+
+    def watch(seam: OpenFlowSeam) -> None:
+        seams.append(seam)
+        for node, name in enumerate(seam.ports.names):
+            if name.startswith("leaf"):
+                seam.watch_flows(node)
+
+    run = emulate(spec, before_run=watch)
+    assert run.all_finished
+    seam, flows = seams[0], run.flows
+    ports = seam.ports
+    leaves = [n for n, name in enumerate(ports.names) if name.startswith("leaf")]
+    at = {}  # (leaf, flow, src) -> row
+    for leaf in leaves:
+        rows = seam.crossing_rows(leaf)
+        for i in range(len(rows["flow"])):
+            at[(leaf, int(rows["flow"][i]), int(rows["src"][i]))] = {
+                k: int(v[i]) for k, v in rows.items()
+            }
+
+    def leaf_of(host: int) -> int:
+        return ports.peer(ports.host_node[host], 0)[0]
+
+    def port_to(node: int, peer: int) -> int:
+        return ports.neighbours[node].index(peer)
+
+    for flow in range(len(flows["src"])):
+        src, dst = int(flows["src"][flow]), int(flows["dst"][flow])
+        size = int(flows["size_bytes"][flow])
+        for a, b, data in ((src, dst, True), (dst, src, False)):
+            first, last = leaf_of(a), leaf_of(b)
+            # The direction came in from its sender at the sender's leaf, and left to
+            # its receiver at the receiver's leaf.
+            row_first, row_last = at[(first, flow, a)], at[(last, flow, a)]
+            assert row_first["in_port"] == port_to(first, ports.host_node[a])
+            assert row_last["out_port"] == port_to(last, ports.host_node[b])
+            if first != last:
+                # Both leaves saw it go over the same spine.
+                spine = ports.neighbours[first][row_first["out_port"]]
+                assert ports.names[spine].startswith("spine")
+                assert ports.neighbours[last][row_last["in_port"]] == spine
+            if data:
+                # Every payload byte, with at most a full segment's headers each.
+                assert size <= row_first["bytes"] <= size * 1514 / 1448 + 10_000
+            else:
+                assert 0 < row_first["bytes"] < size / 10
+            assert 0 < row_first["first_ps"] <= row_first["last_ps"] <= seam.now
+    assert (
+        len(at)
+        == sum(
+            (leaf_of(int(s)) == leaf)
+            + (leaf_of(int(d)) == leaf)
+            - (leaf_of(int(s)) == leaf_of(int(d)) == leaf)
+            for s, d in zip(flows["src"], flows["dst"], strict=True)
+            for leaf in leaves
+        )
+        * 2
+    )
+
+
+def test_a_watch_reports_a_direction_once_it_has_left_and_follows_its_newest_port():
+    from isthmus.emulate import crossings
+
+    ways = [crossings.Direction(0, 1, 2, 1024, 80, 6), crossings.Direction(0, 2, 1, 80, 1024, 6)]
+    watch = crossings.FlowWatch(5, "s", 3, ways)
+    assert len(watch.entries()) == 2 * 2 * 3
+
+    def read(now, counts):
+        return watch.update(
+            [
+                (crossings.cookie(i, port, egress=e), p, p * 1500)
+                for (i, port, e), p in counts.items()
+            ],
+            now,
+        )
+
+    # In by port 0, not out yet: not crossed.
+    assert read(10, {(0, 0, False): 3}) == []
+    assert len(watch.rows()["flow"]) == 0
+    (event,) = read(20, {(0, 0, False): 5, (0, 1, True): 5})
+    assert (event.time, event.switch, event.flow, event.src, event.in_port) == (20, 5, 0, 1, 0)
+    # Moved: its newest packets leave by port 2; the old port's count stays in the total.
+    assert read(30, {(0, 0, False): 9, (0, 1, True): 5, (0, 2, True): 4}) == []
+    rows = watch.rows()
+    assert rows["out_port"].tolist() == [2] and rows["packets"].tolist() == [9]
+    assert (rows["first_ps"].tolist(), rows["last_ps"].tolist()) == ([20], [30])
+    # Quiet: the last time it was seen stays.
+    read(40, {(0, 0, False): 9, (0, 1, True): 5, (0, 2, True): 4})
+    assert watch.rows()["last_ps"].tolist() == [30]
+    with pytest.raises(Exception, match="counting entries"):
+        crossings.FlowWatch(5, "s", crossings.MAX_ENTRIES, ways)
+
+
+@needs_machine
+def test_diolkos_agents_steer_flows_on_real_switches_from_their_own_counters():
+    # Each leaf's agent forecasts from that leaf's OpenFlow counters and moves the flows
+    # leaving it between the two spines; stride 2 sends every flow across the spines.
+    control = """
+[[control.apps]]
+name = "diolkos"
+switches = ["leaf0", "leaf1"]
+model = "ewma"
+sample_period = "0.25s"
+window = 2
+smoothing = 1
+train_after = 4
+idle_timeout = "2s"
+"""
+    traffic = """
+[[traffic]]
+kind = "flows"
+pattern = { kind = "stride", stride = 2 }
+arrivals = { kind = "batch" }
+sizes = { min = "3MB", max = "3MB" }
+stop = "1ms"
+transport = "cubic"
+"""
+    spec = parse_scenario(scenario(rate="10Mbps", control=control, traffic=traffic))
+    run = emulate(spec)
+    assert run.all_finished
+    assert (run.flows["bytes_received"] == run.flows["size_bytes"]).all()
+    agents = list(run.plane.agents.values())
+    assert len(agents) == 2
+    for agent in agents:
+        stats = agent.stats
+        assert agent.trained and stats.rounds > stats.untrained_rounds > 0
+        assert stats.moves > 0
+        # Where a moved flow kept sending well after its move, the switch's own counters
+        # show it leaving by the port the agent chose.
+        rows = agent.switch.flows()
+        latest = {
+            (int(f), int(d)): (int(out), int(last))
+            for f, d, out, last in zip(
+                rows["flow"], rows["dst"], rows["out_port"], rows["last_ps"], strict=True
+            )
+        }
+        checked = 0
+        for key, (_, port, moved_ps) in agent._moved.items():
+            out, last = latest[key]
+            if last > moved_ps + 500_000_000_000:
+                assert out == port, (agent.switch.name, key)
+                checked += 1
+        assert checked > 0

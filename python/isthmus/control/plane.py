@@ -461,13 +461,13 @@ class SwitchHandle:
     def watch_flows(self) -> None:
         """Starts per-flow counters on this switch: from now on `flows()` lists what each
         flow sent through it, and the agent's `on_flow_crossing` hears of each new one."""
-        self.__plane.simulation("per-flow counters")._engine.watch_flows(self.__switch)
+        self.__plane.seam.watch_flows(self.__switch)
 
     def flows(self) -> dict[str, np.ndarray]:
         """The flows this switch forwarded since `watch_flows`, one row per flow and
         direction: flow, src, dst, in_port, out_port (of its latest packet), packets,
         bytes, first_ps, last_ps."""
-        return self.__plane.simulation("per-flow counters")._engine.crossing_table(self.__switch)
+        return self.__plane.seam.crossing_rows(self.__switch)
 
     def entries(self) -> dict[str, np.ndarray]:
         """Every entry on this switch (whoever installed it), in match order."""

@@ -154,6 +154,17 @@ class Seam(ABC):
     @abstractmethod
     def flow_rows(self) -> dict[str, np.ndarray]: ...
 
+    @abstractmethod
+    def watch_flows(self, switch: int) -> None:
+        """Starts per-flow counters at node `switch`, and a `FlowCrossing` event for each
+        flow direction it forwards for the first time."""
+
+    @abstractmethod
+    def crossing_rows(self, switch: int) -> dict[str, np.ndarray]:
+        """What watched node `switch` forwarded of each flow direction: flow, src, dst,
+        in_port, out_port (of its latest packets), packets, bytes, first_ps, last_ps;
+        by first seen."""
+
 
 class EngineSeam(Seam):
     """The simulation's seam: commands carried out by the engine, `delay` ps from now,
@@ -214,3 +225,9 @@ class EngineSeam(Seam):
 
     def flow_rows(self) -> dict[str, np.ndarray]:
         return self.sim.flows()
+
+    def watch_flows(self, switch: int) -> None:
+        self._engine.watch_flows(switch)
+
+    def crossing_rows(self, switch: int) -> dict[str, np.ndarray]:
+        return self._engine.crossing_table(switch)

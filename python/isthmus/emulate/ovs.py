@@ -124,6 +124,26 @@ class OpenVSwitch:
             what="configuring Open vSwitch",
         )
 
+    def appctl(self, *args: str) -> str:
+        return command(
+            "ovs-appctl",
+            f"--target={self.dir / 'vswitchd.ctl'}",
+            "--timeout=20",
+            *args,
+            what="asking ovs-vswitchd",
+        )
+
+    def count_flows_every(self, ms: int) -> None:
+        """Has ovs-vswitchd add what its datapath forwarded to the OpenFlow entries'
+        counters every `ms` (it does so as it revalidates its datapath's flows, every
+        500 ms by default: `other_config:max-revalidator`)."""
+        self.vsctl("set", "Open_vSwitch", ".", f"other_config:max-revalidator={ms}")
+
+    def settle_flow_counts(self) -> None:
+        """Returns once the OpenFlow entries' counters hold every packet forwarded so
+        far: after one whole revalidation round."""
+        self.appctl("revalidator/wait")
+
     def stop(self) -> None:
         """Stops the daemons, ovs-vswitchd first (its bridges go with it)."""
         for daemon in reversed(self._daemons):

@@ -3,12 +3,16 @@ messages to the bridges, packet-ins and removed entries come back as the same ev
 simulator gives, the runners' reports give flow arrivals and completions, and time is
 the wall clock (ps since the traffic started).
 
-Each switch's tables:
-- table 0 holds the programs' entries (cookie = entry id + 1) and the table-miss entry
-  (priority 0): to table 1 ("route"), to the controller, or nothing ("drop");
-- table 1 is the network's own routing (`network.routing = "ecmp"`): per destination
+Each switch's tables, in the order a packet meets them:
+- table 0 counts the flows of a watched switch as they come in (`crossings`), and
+  sends every packet on to table 1;
+- table 1 holds the programs' entries (cookie = entry id + 1) and the table-miss entry
+  (priority 0): to table 2 ("route"), to the controller, or nothing ("drop");
+- table 2 is the network's own routing (`network.routing = "ecmp"`): per destination
   host, a select group over the ports on its shortest paths; an entry with no action
-  goes there too, as "default routing" does in the simulator.
+  goes there too, as "default routing" does in the simulator;
+- table 3 sends the packet out: every output above puts its port in register 0 and
+  goes to table 3, which counts a watched switch's flows by the port they leave by.
 
 A command this back-end cannot carry out is refused by name, never dropped."""
 
@@ -23,6 +27,7 @@ from functools import partial
 
 import numpy as np
 from os_ken.lib.packet import ethernet, ipv4, packet, tcp, udp
+from os_ken.ofproto import nicira_ext
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
@@ -31,6 +36,7 @@ from isthmus.control import commands
 from isthmus.control.events import REMOVAL_REASONS, EntryRemoved, Event, PacketIn, Tick
 from isthmus.control.routing import next_hop_ports
 from isthmus.control.seam import ControlEvents, RunRequest, Seam
+from isthmus.emulate import crossings
 from isthmus.emulate.network import EmulatedNetwork, host_mac, host_of_mac, ofport
 from isthmus.emulate.openflow import Channel
 from isthmus.emulate.system import EmulationError
@@ -38,7 +44,7 @@ from isthmus.emulate.traffic import Traffic
 from isthmus.portmap import PortMap
 from isthmus.topology import Topology
 
-PROGRAM_TABLE, ROUTING_TABLE = 0, 1
+WATCH_TABLE, PROGRAM_TABLE, ROUTING_TABLE, EGRESS_TABLE = 0, 1, 2, 3
 ROUTING_GROUP_BASE = 1 << 16
 """Routing groups are numbered above every group id a program may use."""
 ALL_BITS = (1 << 64) - 1
@@ -47,8 +53,10 @@ SYSTEM_COOKIE = 0
 so deleting a program's entry by its cookie never takes one of them along."""
 STATS_TIMEOUT_S = 5.0
 PROTOCOLS = {6: tcp.tcp, 17: udp.udp}
-TRANSPORT_MATCH = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
+TRANSPORT_MATCH = crossings.TRANSPORT_MATCH
 PS_PER_S = 10**12
+PORT_REGISTER = nicira_ext.ofs_nbits(0, 31)
+"""Register 0, whole: where an output's port waits for the egress table."""
 LOOP_WAKE_S = 0.02
 """The longest the run loop waits without a message, a report or a timer."""
 
@@ -90,6 +98,9 @@ class OpenFlowSeam(Seam):
         self._held: list[Event] = []
         self._parts: dict[tuple[int, int], list[int]] = {}
         """(switch, entry) -> [OpenFlow entries still in, packets and bytes of those gone]."""
+        self._watches: dict[int, crossings.FlowWatch] = {}
+        self._next_read = 0
+        self._ended = False
         self.foreign_frames = 0
         """Packet-ins of frames not between two hosts (dropped, not handed up)."""
         # Flow id by its packets' (src host, src port, dst host, dst port), both ways.
@@ -167,16 +178,13 @@ class OpenFlowSeam(Seam):
                 ))  # fmt: skip
             case commands.SetSelectGroup(switch, group, ports, weights):
                 buckets = [
-                    parser.OFPBucket(weight=w, actions=[parser.OFPActionOutput(ofport(p))])
+                    parser.OFPBucket(weight=w, actions=_output(p))
                     for p, w in zip(ports, weights, strict=True)
                 ]
                 self._group(switch, group, ofp.OFPGT_SELECT, buckets)
             case commands.SetFailoverGroup(switch, group, ports):
                 buckets = [
-                    parser.OFPBucket(
-                        watch_port=ofport(p), actions=[parser.OFPActionOutput(ofport(p))]
-                    )
-                    for p in ports
+                    parser.OFPBucket(watch_port=ofport(p), actions=_output(p)) for p in ports
                 ]
                 self._group(switch, group, ofp.OFPGT_FF, buckets)
             case commands.SetMeter(switch, meter, rate, burst):
@@ -285,9 +293,10 @@ class OpenFlowSeam(Seam):
             instructions = []
         elif "output" in fields:
             out = fields["output"]
-            instructions = _apply(
-                [parser.OFPActionOutput(ofp.OFPP_IN_PORT if out == in_port else ofport(out))]
-            )
+            # Back out of the port a packet came in by takes OpenFlow's IN_PORT (a
+            # packet is never sent out of its own port otherwise), past the egress count.
+            back = [parser.OFPActionOutput(ofp.OFPP_IN_PORT)]
+            instructions = _apply(back if out == in_port else _output(out))
         elif "group" in fields:
             instructions = _apply([parser.OFPActionGroup(fields["group"])])
         elif fields.get("controller"):
@@ -296,7 +305,7 @@ class OpenFlowSeam(Seam):
             )
         elif fields.get("flood"):
             ports = self._flood_ports.get(switch, range(len(self.ports.neighbours[switch])))
-            instructions = _apply([parser.OFPActionOutput(ofport(p)) for p in ports])
+            instructions = _apply([action for p in ports for action in _output(p)])
         else:
             instructions = [parser.OFPInstructionGotoTable(ROUTING_TABLE)]
         if fields.get("meter") is not None:
@@ -326,25 +335,24 @@ class OpenFlowSeam(Seam):
 
     # ---- routing -----------------------------------------------------------------------
 
-    def install_routing(self) -> None:
-        """Table 1 on every switch: per destination, a select group over its shortest
-        paths' next hops (the simulator's ECMP)."""
+    def install_pipeline(self) -> None:
+        """Every switch's tables but the programs': table 0 passing packets on, table 2
+        routing per destination by a select group over its shortest paths' next hops
+        (the simulator's ECMP), and table 3 sending each packet out of the port its
+        register names."""
+        for switch in self._switches():
+            self._add(switch, WATCH_TABLE, 0, parser.OFPMatch(), _ONWARD)
+            self._add(switch, EGRESS_TABLE, 0, parser.OFPMatch(), _SEND)
         for (switch, host), hops in sorted(next_hop_ports(self.ports).items()):
             if not hops:
                 continue
             group = ROUTING_GROUP_BASE + host
-            buckets = [
-                parser.OFPBucket(weight=1, actions=[parser.OFPActionOutput(ofport(p))])
-                for p in hops
-            ]
+            buckets = [parser.OFPBucket(weight=1, actions=_output(p)) for p in hops]
             self._to(switch, lambda dp, group=group, buckets=buckets: parser.OFPGroupMod(
                 dp, ofp.OFPGC_ADD, ofp.OFPGT_SELECT, group, buckets
             ))  # fmt: skip
-            self._to(switch, lambda dp, host=host, group=group: parser.OFPFlowMod(
-                dp, table_id=ROUTING_TABLE, command=ofp.OFPFC_ADD, priority=1,
-                match=parser.OFPMatch(eth_dst=host_mac(host)),
-                instructions=_apply([parser.OFPActionGroup(group)]),
-            ))  # fmt: skip
+            to_group = _apply([parser.OFPActionGroup(group)])
+            self._add(switch, ROUTING_TABLE, 1, parser.OFPMatch(eth_dst=host_mac(host)), to_group)
 
     def connect(self, timeout: float) -> None:
         """Waits for every switch, then sends what waited for them, in order."""
@@ -449,6 +457,9 @@ class OpenFlowSeam(Seam):
                     break
                 batch, self._held = self._held, []
                 batch += self._due(now)
+                if self._watches and now >= self._next_read:
+                    batch += self._read_watches(list(self._watches))
+                    self._next_read = now + crossings.POLL_PS
                 next_due = min(
                     [until, *(t[0] for t in self._timers[:1]), *(d[0] for d in self._delayed[:1])]
                 )
@@ -458,7 +469,12 @@ class OpenFlowSeam(Seam):
                     batch += self._events(node, msg)
                 if batch:
                     events(sorted(batch, key=lambda e: e.time))
+            if self._watches:
+                # The crossing tables as the run ended, for reading after it.
+                self.network.ovs.settle_flow_counts()
+                self._read_watches(list(self._watches))
         finally:
+            self._ended = True
             for fd in pipes:
                 self.channel.selector.unregister(fd)
         return self.traffic.unfinished == 0
@@ -609,14 +625,86 @@ class OpenFlowSeam(Seam):
     def flow_rows(self) -> dict[str, np.ndarray]:
         return self.traffic.table(self.to_ps)
 
+    def watch_flows(self, switch: int) -> None:
+        """Puts the counting entries of every flow direction at each of the switch's
+        ports in its first and last tables (`crossings`)."""
+        if switch in self._watches:
+            return
+        ways = crossings.directions(self.traffic.flows)
+        watch = crossings.FlowWatch(
+            switch, self.ports.names[switch], len(self.ports.neighbours[switch]), ways
+        )
+        if not self._watches:
+            self.network.ovs.count_flows_every(crossings.COUNT_MS)
+        self._watches[switch] = watch
+        for value, egress, fields in watch.entries():
+            port = ofport(fields.pop("port"))
+            if egress:
+                match = parser.OFPMatch(**fields, reg0=port)
+                self._add(switch, EGRESS_TABLE, 1, match, _SEND, value)
+            else:
+                match = parser.OFPMatch(**fields, in_port=port)
+                self._add(switch, WATCH_TABLE, 1, match, _ONWARD, value)
+
+    def _add(
+        self,
+        switch: int,
+        table: int,
+        priority: int,
+        match: object,
+        instructions: list,
+        value: int = SYSTEM_COOKIE,
+    ) -> None:
+        """Adds one entry of the back-end's own (cookie `value`) to `switch`."""
+        self._to(switch, lambda dp: parser.OFPFlowMod(
+            dp, table_id=table, command=ofp.OFPFC_ADD, priority=priority, cookie=value,
+            match=match, instructions=instructions,
+        ))  # fmt: skip
+
+    def crossing_rows(self, switch: int) -> dict[str, np.ndarray]:
+        if switch not in self._watches:
+            raise ValueError(
+                f"switch '{self.ports.names[switch]}' is not watching its flows; "
+                "call watch_flows first"
+            )
+        if not self._ended:
+            self._held += self._read_watches([switch])
+        # After the run, what its last read saw.
+        return self._watches[switch].rows()
+
+    def _read_watches(self, switches: list[int]) -> list[Event]:
+        """Reads the counting entries of watched switches; the crossings new in them."""
+        stats = self._statistics(switches, lambda dp: parser.OFPFlowStatsRequest(
+            dp, table_id=ofp.OFPTT_ALL, cookie=crossings.WATCH_BIT, cookie_mask=crossings.WATCH_BIT,
+        ))  # fmt: skip
+        counters: dict[int, list[tuple[int, int, int]]] = {s: [] for s in switches}
+        for node, stat in stats:
+            counters[node].append((stat.cookie, stat.packet_count, stat.byte_count))
+        now = self.now
+        return [event for s in switches for event in self._watches[s].update(counters[s], now)]
+
 
 def cookie(entry: int) -> int:
     """The OpenFlow cookie of program entry `entry` (never SYSTEM_COOKIE)."""
     return entry + 1
 
 
+def _output(port: int) -> list:
+    """The actions sending a packet out of local port `port`: by way of the egress table,
+    with the port in register 0."""
+    return [
+        parser.OFPActionSetField(reg0=ofport(port)),
+        parser.NXActionResubmitTable(table_id=EGRESS_TABLE),
+    ]
+
+
 def _apply(actions: list) -> list:
     return [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
+
+
+_ONWARD = [parser.OFPInstructionGotoTable(PROGRAM_TABLE)]
+_SEND = _apply([parser.NXActionOutputReg(ofs_nbits=PORT_REGISTER, src="reg0", max_len=0)])
+"""Out of the port register 0 names."""
 
 
 def _seconds(ps: int | None, name: str) -> int:
