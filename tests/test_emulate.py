@@ -119,15 +119,45 @@ def test_what_the_emulation_cannot_carry_out_is_refused_by_field(text, named):
         _scope(text)
 
 
-def test_a_link_delay_is_refused_unless_a_stated_bound_leaves_it_out():
-    text = scenario(delay="1us")
-    # Not built yet, even where the kernel has netem.
-    with pytest.raises(ScenarioError, match="does not add yet"):
-        _scope(text, ALL_QDISCS)
+@pytest.mark.parametrize(("app", "why"), [("ofpt", "subflow"), ("acc", "ECN"), ("ibcn", "BCN")])
+def test_an_app_the_emulation_cannot_run_is_refused_with_the_reason(app, why):
+    control = f'[control]\napps = [{{ name = "ecmp" }}, {{ name = "{app}" }}]\n'
+    with pytest.raises(ScenarioError, match=rf"control\.apps\[1\]: .*{app}.*{why}"):
+        _scope(scenario(control=control))
+
+
+def test_a_link_delay_needs_netem_unless_a_stated_bound_leaves_it_out():
+    text = scenario(delay="50us")
+    with pytest.raises(ScenarioError, match="no 'netem' qdisc"):
+        _scope(text, NO_NETEM)
+    # Where the kernel has netem, every port delays its packets by its link's delay.
+    kept = _scope(text, ALL_QDISCS)
+    assert {shape.delay_ps for shape in kept.shapes.values()} == {50_000_000}
     # Below a stated bound the delay is left out, and the plan says so.
-    left_out = _scope(text, NO_NETEM, ignore_delay_below_ps=2_000_000)
-    assert left_out.delays_left_out_below_ps == 2_000_000
+    left_out = _scope(text, NO_NETEM, ignore_delay_below_ps=60_000_000)
+    assert left_out.delays_left_out_below_ps == 60_000_000
+    assert {shape.delay_ps for shape in left_out.shapes.values()} == {0}
     assert len(left_out.shapes) == 16  # both ends of the 8 links
+
+
+def test_a_delayed_port_delays_before_its_rate_and_queue_and_counts_the_queues_drops():
+    from isthmus.emulate.network import LinkShape, Queue
+
+    plain = LinkShape(10_000_000, Queue(100)).qdiscs()
+    assert plain == [
+        ["qdisc", "add", "root", "handle", "1:", "htb", "default", "1"],
+        ["class", "add", "parent", "1:", "classid", "1:1", "htb", "rate", "10000000bit",
+         "ceil", "10000000bit"],
+        ["qdisc", "add", "parent", "1:1", "handle", "10:", "pfifo", "limit", "100"],
+    ]  # fmt: skip
+    delayed = LinkShape(1_000_000_000, Queue(30_000, in_bytes=True), delay_ps=50_000_000)
+    netem, htb, rate, queue = delayed.qdiscs()
+    # netem first, holding a 1 Gb/s link's 50 us in flight in 64 B frames (97) and more.
+    assert netem[:7] == ["qdisc", "add", "root", "handle", "1:", "netem", "delay"]
+    assert netem[7] == "50us" and int(netem[9]) >= 97 + 1000
+    assert htb[:5] == ["qdisc", "add", "parent", "1:1", "handle"] and htb[5] == "2:"
+    assert rate[3:6] == ["2:", "classid", "2:1"]
+    assert queue[3] == delayed.queue_parent == "2:1" and queue[-3:] == ["bfifo", "limit", "30000"]
 
 
 def test_rates_scale_down_by_the_stated_factor_and_queues_keep_their_unit():

@@ -294,8 +294,8 @@ def emulate(
     ),
     ignore_delay_below: str = typer.Option(
         "0s",
-        help="Leave out link delays below this: the emulation adds no link delay yet "
-        "(the switches' own latency is larger than a microsecond's).",
+        help="Leave out link delays below this (the switches' own latency is larger than a "
+        "microsecond's); needed for any delay on a kernel without the netem qdisc.",
     ),
     clean: bool = typer.Option(
         False, "--clean", help="Remove what killed emulation runs left behind, and nothing else."

@@ -1,7 +1,7 @@
 """The scenario's topology made of real parts: a network namespace per host, an Open
 vSwitch bridge per switch, a veth pair per link, and on each end's egress the link's
-rate (htb) and its queue (pfifo, or bfifo for a limit in bytes); link delays are not
-added yet (`isthmus.emulate.scope` refuses them).
+rate (htb) and its queue (pfifo, or bfifo for a limit in bytes), behind the link's
+delay (netem) where it has one (`LinkShape.qdiscs`).
 
 Addresses stand for host numbers, as in the simulator: host h has the MAC address
 02:00:hh:hh:hh:hh and the IPv4 address 10.0.0.0/8 + h + 1, and every host knows every
@@ -24,6 +24,9 @@ from isthmus.topology import Topology
 
 OFFLOADS = ("tx", "rx", "tso", "gso", "gro")
 MTU = 1500
+MIN_FRAME = 64
+NETEM_SPARE = 1000
+"""Room in a delaying netem beyond what the link holds in flight."""
 
 
 def host_mac(host: int) -> str:
@@ -65,10 +68,49 @@ class Queue:
 
 @dataclass(frozen=True)
 class LinkShape:
-    """One direction of a link as the kernel shapes it."""
+    """One direction of a link as the kernel shapes it: its rate, its queue, and the
+    delay its packets take (0: none added)."""
 
     rate_bps: int
     queue: Queue
+    delay_ps: int = 0
+
+    @property
+    def queue_parent(self) -> str:
+        """The class the queue's qdisc hangs from (its drops are the port's)."""
+        return "2:1" if self.delay_ps else "1:1"
+
+    def qdiscs(self) -> list[list[str]]:
+        """The `tc` commands (less `tc` and the device) that build this egress.
+
+        Without a delay: htb at the root holds the link's rate, the queue under it.
+        With one, netem at the root delays every packet first, then hands it to the
+        rate and the queue: the same sum of delay, queueing and sending as the link's,
+        with the queue's limit counting only packets waiting to be sent (under htb,
+        netem's delay would overlap the queueing and its limit count the packets in
+        flight). netem holds what a link of this rate has in flight over its delay,
+        in the smallest frames, and more."""
+        rate = [
+            "class", "add", "parent", "{root}:", "classid", "{root}:1", "htb",
+            "rate", f"{self.rate_bps}bit", "ceil", f"{self.rate_bps}bit",
+        ]  # fmt: skip
+        if not self.delay_ps:
+            commands = [["qdisc", "add", "root", "handle", "1:", "htb", "default", "1"]]
+            root = "1"
+        else:
+            in_flight = self.rate_bps * self.delay_ps // (8 * MIN_FRAME * 10**12)
+            delay_us = f"{self.delay_ps / 1e6:g}us"
+            commands = [
+                ["qdisc", "add", "root", "handle", "1:", "netem", "delay", delay_us,
+                 "limit", str(in_flight + NETEM_SPARE)],
+                ["qdisc", "add", "parent", "1:1", "handle", "2:", "htb", "default", "1"],
+            ]  # fmt: skip
+            root = "2"
+        commands.append([word.format(root=root) for word in rate])
+        commands.append(
+            ["qdisc", "add", "parent", self.queue_parent, "handle", "10:", *self.queue.qdisc()]
+        )
+        return commands
 
 
 class EmulatedNetwork:
@@ -235,15 +277,8 @@ class EmulatedNetwork:
             what=what,
             namespace=namespace,
         )
-        tc = ("tc", "qdisc", "add", "dev", device)
-        command(*tc, "root", "handle", "1:", "htb", "default", "1", what=what, namespace=namespace)
-        command(
-            "tc", "class", "add", "dev", device, "parent", "1:", "classid", "1:1",
-            "htb", "rate", f"{shape.rate_bps}bit", "ceil", f"{shape.rate_bps}bit",
-            what=what, namespace=namespace,
-        )  # fmt: skip
-        leaf = shape.queue.qdisc()
-        command(*tc, "parent", "1:1", "handle", "10:", *leaf, what=what, namespace=namespace)
+        for kind, verb, *rest in shape.qdiscs():
+            command("tc", kind, verb, "dev", device, *rest, what=what, namespace=namespace)
 
     def set_link(self, link: int, up: bool) -> None:
         """Takes link `link` down (what is sent onto it is lost either way; a
@@ -280,7 +315,8 @@ class EmulatedNetwork:
                 "tc", "-s", "-j", "qdisc", "show", "dev", device, what=what, namespace=namespace
             )
         )
-        drops = sum(q.get("drops", 0) for q in qdiscs if q.get("parent") == "1:1")
+        parent = self.shapes[(node, port)].queue_parent
+        drops = sum(q.get("drops", 0) for q in qdiscs if q.get("parent") == parent)
         return {
             "tx_bytes": stats["tx"]["bytes"],
             "tx_packets": stats["tx"]["packets"],

@@ -43,6 +43,19 @@ NOT_YET = {
 }
 """[network] keys the emulation does not carry out yet, with what each asks for."""
 
+APPS_NOT_YET = {
+    "ofpt": "OFPT splits each flow over MPTCP subflows and paces and retires them one by "
+    "one (PaceSubflow, RetirePath): the kernel's MPTCP keeps its subflows' sockets to "
+    "itself, so a subflow's rate cannot be set from the controller without a shaping "
+    "class per subflow at the sending host, which is not built yet",
+    "acc": "ACC sets each port's ECN marking (SetAqm) from its queue counters: the "
+    "emulation reads no queue counters and sets no AQM yet (and this kind of kernel may "
+    "lack the 'red' qdisc to mark with)",
+    "ibcn": "IBCN drives Backward Congestion Notification (SetBcnPredictions), which "
+    "neither the kernel nor Open vSwitch has",
+}
+"""Control apps the emulation refuses before anything starts, with the reason."""
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -89,6 +102,12 @@ def scope(
             f"tcp.{keys}: emulated hosts run their kernel's TCP, whose settings the "
             "emulation does not change"
         )
+    for i, app in enumerate(spec.control.apps if spec.control is not None else []):
+        if app.name in APPS_NOT_YET:
+            raise ScenarioError(
+                f"control.apps[{i}]: the emulation cannot run {app.name} yet: "
+                f"{APPS_NOT_YET[app.name]} (docs/emulation.md)"
+            )
     congestion_control = _congestion_control(spec, capabilities)
     if len(sim.flows()["src"]) > MAX_FLOWS:
         raise ScenarioError(
@@ -200,15 +219,11 @@ def _shapes(
             f"forwards ({_gbps(MAX_LINK_RATE_BPS)}); scale rates down by a factor of at least "
             f"{int(np.ceil(fastest * rate_scale / MAX_LINK_RATE_BPS))} (--scale)"
         )
-    delays = ports["delay_ps"]
-    kept = delays[delays >= max(ignore_delay_below_ps, 1)]
-    if len(kept):
-        # A delay needs netem at the root of each port, in front of the rate and the
-        # queue (under htb, its delay would overlap the queueing and its limit count
-        # the packets in flight); that is not built yet.
+    delays = np.where(ports["delay_ps"] >= max(ignore_delay_below_ps, 1), ports["delay_ps"], 0)
+    if delays.any() and "netem" not in capabilities.qdiscs:
         raise ScenarioError(
-            f"topology: links have delays up to {int(kept.max()) / 1e6:g} us, which the "
-            "emulation does not add yet; leave out delays below a bound "
+            f"topology: links have delays up to {int(delays.max()) / 1e6:g} us, and this "
+            "kernel has no 'netem' qdisc to add them; leave out delays below a bound "
             "(--ignore-delay-below; the switches' own latency is larger, docs/emulation.md) "
             "or write the links without delay"
         )
@@ -217,9 +232,13 @@ def _shapes(
         "switch": _queue(network.switch_queue, "network.switch_queue"),
     }
     return {
-        (node, port): LinkShape(round(rate / rate_scale), queues[kinds[node]])
-        for node, port, rate in zip(
-            ports["node"].tolist(), ports["port"].tolist(), ports["rate_bps"].tolist(), strict=True
+        (node, port): LinkShape(round(rate / rate_scale), queues[kinds[node]], delay)
+        for node, port, rate, delay in zip(
+            ports["node"].tolist(),
+            ports["port"].tolist(),
+            ports["rate_bps"].tolist(),
+            delays.tolist(),
+            strict=True,
         )
     }
 
