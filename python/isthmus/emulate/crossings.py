@@ -59,17 +59,15 @@ class Direction:
 
 
 def directions(flows: dict[str, np.ndarray]) -> list[Direction]:
-    """Every way packets of the scenario's flows go: each flow's data, and for a TCP flow
-    its acknowledgements back."""
+    """Both ways of each of the scenario's flows, in flow order: its data, then what
+    comes back (a TCP flow's acknowledgements; nothing for a UDP stream)."""
     out = []
     for flow in range(len(flows["src"])):
         src, dst = int(flows["src"][flow]), int(flows["dst"][flow])
         sport, dport = int(flows["src_port"][flow]), int(flows["dst_port"][flow])
-        datagram = bool(flows["datagram"][flow])
-        proto = 17 if datagram else 6
+        proto = 17 if bool(flows["datagram"][flow]) else 6
         out.append(Direction(flow, src, dst, sport, dport, proto))
-        if not datagram:
-            out.append(Direction(flow, dst, src, dport, sport, proto))
+        out.append(Direction(flow, dst, src, dport, sport, proto))
     return out
 
 
@@ -132,7 +130,8 @@ class FlowWatch:
         the crossing of each direction seen for the first time."""
         grown_in: dict[int, dict[int, int]] = {}
         grown_out: dict[int, dict[int, int]] = {}
-        totals: dict[int, dict[int, tuple[int, int]]] = {}
+        totals_in: dict[int, dict[int, int]] = {}
+        totals_out: dict[int, dict[int, tuple[int, int]]] = {}
         for value, packets, octets in counters:
             index, port, egress = decode(value)
             if not packets:
@@ -140,11 +139,12 @@ class FlowWatch:
             seen = self._seen.get(index)
             if egress:
                 before = seen.egress.get(port, (0, 0))[0] if seen else 0
-                totals.setdefault(index, {})[port] = (packets, octets)
+                totals_out.setdefault(index, {})[port] = (packets, octets)
                 if packets > before:
                     grown_out.setdefault(index, {})[port] = packets - before
             else:
                 before = seen.ingress.get(port, 0) if seen else 0
+                totals_in.setdefault(index, {})[port] = packets
                 if packets > before:
                     grown_in.setdefault(index, {})[port] = packets - before
         events = []
@@ -164,11 +164,8 @@ class FlowWatch:
             if outs:
                 seen.out_port = _most(outs)
         for index, seen in self._seen.items():
-            seen.egress.update(totals.get(index, {}))
-        for value, packets, _ in counters:
-            index, port, egress = decode(value)
-            if not egress and index in self._seen and packets:
-                self._seen[index].ingress[port] = packets
+            seen.ingress.update(totals_in.get(index, {}))
+            seen.egress.update(totals_out.get(index, {}))
         return events
 
     def rows(self) -> dict[str, np.ndarray]:

@@ -103,18 +103,10 @@ class OpenFlowSeam(Seam):
         self._ended = False
         self.foreign_frames = 0
         """Packet-ins of frames not between two hosts (dropped, not handed up)."""
-        # Flow id by its packets' (src host, src port, dst host, dst port), both ways.
-        f = traffic.flows
-        self._flow_of: dict[tuple[int, int, int, int], int] = {}
-        for flow in range(len(f["src"])):
-            key = (
-                int(f["src"][flow]),
-                int(f["src_port"][flow]),
-                int(f["dst"][flow]),
-                int(f["dst_port"][flow]),
-            )
-            self._flow_of[key] = flow
-            self._flow_of[(key[2], key[3], key[0], key[1])] = flow
+        self._ways = crossings.directions(traffic.flows)
+        """Both ways of every flow: flow f's are ways 2f (its data) and 2f + 1 (back)."""
+        # Flow id by its packets' (src host, src port, dst host, dst port).
+        self._flow_of = {(w.src, w.src_port, w.dst, w.dst_port): w.flow for w in self._ways}
 
     # ---- time ------------------------------------------------------------------------
 
@@ -268,21 +260,13 @@ class OpenFlowSeam(Seam):
         if "flow" not in fields:
             return [match]
         flow = fields["flow"]
-        f = self.traffic.flows
-        if flow >= len(f["src"]):
+        if flow >= len(self.traffic.flows["src"]):
             raise Unsupported(f"flow: flow {flow} is not one of the scenario's flows")
-        src, dst = int(f["src"][flow]), int(f["dst"][flow])
-        sport, dport = int(f["src_port"][flow]), int(f["dst_port"][flow])
-        proto = 17 if bool(f["datagram"][flow]) else 6
-        names = TRANSPORT_MATCH[proto]
-        directions = []
-        for a, pa, b, pb in ((src, sport, dst, dport), (dst, dport, src, sport)):
-            if fields.get("src", a) == a and fields.get("dst", b) == b:
-                directions.append(match | {
-                    "eth_src": host_mac(a), "eth_dst": host_mac(b), "eth_type": 0x0800,
-                    "ip_proto": proto, names[0]: pa, names[1]: pb,
-                })  # fmt: skip
-        return directions
+        return [
+            match | way.match()
+            for way in self._ways[2 * flow : 2 * flow + 2]
+            if fields.get("src", way.src) == way.src and fields.get("dst", way.dst) == way.dst
+        ]
 
     def _instructions(self, switch: int, fields: dict, in_port: int | None) -> list:
         if fields.get("set_priority") is not None:
@@ -630,9 +614,8 @@ class OpenFlowSeam(Seam):
         ports in its first and last tables (`crossings`)."""
         if switch in self._watches:
             return
-        ways = crossings.directions(self.traffic.flows)
         watch = crossings.FlowWatch(
-            switch, self.ports.names[switch], len(self.ports.neighbours[switch]), ways
+            switch, self.ports.names[switch], len(self.ports.neighbours[switch]), self._ways
         )
         if not self._watches:
             self.network.ovs.count_flows_every(crossings.COUNT_MS)
