@@ -1,8 +1,8 @@
 """A scenario in the simulator and in emulation, side by side: aggregate goodput, FCT by
-size class (the benchmark's buckets), drops and Jain's fairness of the flows'
-throughputs, and the UDP streams' delivered rate and loss. The simulated run uses the
-Linux host profile (docs/hosts.md), the closest the simulator comes to the emulation's
-kernel TCP; both run the scenario as written."""
+size class (the benchmark's buckets), drops, the TCP flows' retransmissions and timeouts,
+Jain's fairness of the flows' throughputs, and the UDP streams' delivered rate and loss.
+The simulated run uses the Linux host profile (docs/hosts.md), the closest the simulator
+comes to the emulation's kernel TCP; both run the scenario as written."""
 
 from __future__ import annotations
 
@@ -28,11 +28,15 @@ def simulated_twin(spec: Scenario, seed: int | None, base: Path) -> Simulation:
     return sim
 
 
-def figures(flows: dict[str, np.ndarray], drop_packets: int) -> dict[str, float | None]:
+def figures(
+    flows: dict[str, np.ndarray], drop_packets: int, lost_packets: int
+) -> dict[str, float | None]:
     """The compared figures of one run's flow table: of its TCP flows, goodput from the
     first start to the last finish, Jain's fairness of their throughputs and FCT by
     size bucket; of its UDP streams (they end at a time, not with a last byte), what
-    they delivered per second of sending and the fraction lost; drops at every port."""
+    they delivered per second of sending and the fraction lost; at every port, the
+    packets its queue refused and those it lost (the same in the simulator; see
+    `run._port_table` for the emulation's)."""
     stream = flows["datagram"].astype(bool)
     done = (flows["finish_ps"] >= 0) & ~stream
     fct_ms = (flows["finish_ps"] - flows["start_ps"])[done] / 1e9
@@ -56,6 +60,10 @@ def figures(flows: dict[str, np.ndarray], drop_packets: int) -> dict[str, float 
         out["stream_goodput_mbps"] = float(received.sum() * 8 / span_s / 1e6) if span_s else None
         out["stream_loss"] = float(1 - received.sum() / sent.sum()) if sent.sum() else None
     out["drop_packets"] = float(drop_packets)
+    out["lost_packets"] = float(lost_packets)
+    for column in ("retransmissions", "timeouts"):
+        if column in flows:  # an emulated run without the kernel's count leaves it out
+            out[column] = float(flows[column][~stream].sum())
     return out
 
 
@@ -76,8 +84,14 @@ def side_by_side(
     simulated = []
     for seed in seeds:
         sim = simulated_twin(spec, seed, base)
-        simulated.append(figures(sim.flows(), int(sim.ports()["drop_packets"].sum())))
-    real = [figures(run.flows, int(run.ports["drop_packets"].sum())) for run in emulated]
+        drops = int(sim.ports()["drop_packets"].sum())
+        simulated.append(figures(sim.flows(), drops, drops))
+    real = [
+        figures(
+            run.flows, int(run.ports["drop_packets"].sum()), int(run.ports["lost_packets"].sum())
+        )
+        for run in emulated
+    ]
     table = {}
     for key in dict.fromkeys([k for row in simulated + real for k in row]):
         a = np.array([row[key] for row in simulated if row.get(key) is not None], dtype=float)

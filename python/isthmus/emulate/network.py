@@ -302,8 +302,8 @@ class EmulatedNetwork:
         return self.footprint.interface(node, port), None
 
     def egress(self, node: int, port: int) -> dict[str, int]:
-        """The kernel's counters of a port: bytes and packets each way, and the packets
-        its queue (the leaf qdisc) dropped."""
+        """The kernel's counters of a port: bytes and packets each way, the packets its
+        queue (the leaf qdisc) dropped, and the packets its qdiscs still hold."""
         device, namespace = self.device(node, port)
         what = f"reading {device}'s counters"
         link = json.loads(
@@ -323,6 +323,7 @@ class EmulatedNetwork:
             "rx_bytes": stats["rx"]["bytes"],
             "rx_packets": stats["rx"]["packets"],
             "drop_packets": drops,
+            "queued_packets": sum(q.get("qlen", 0) for q in qdiscs if q.get("root")),
         }
 
     def _neighbours(self) -> None:

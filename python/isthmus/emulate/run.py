@@ -143,8 +143,9 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
             on_progress=on_progress,
         )
         elapsed_ps = seam.now
+        traffic.await_senders()
         flows = traffic.table(seam.to_ps)
-        ports = _port_table(seam, network)
+        ports = _port_table(seam, network, ovs)
         send_errors = ovs.send_errors()
         down_started = time.monotonic()
     finally:
@@ -181,10 +182,25 @@ def _send_buffer(shapes: dict[tuple[int, int], LinkShape], kinds: list[str]) -> 
     return min(max(2 * room, 4 << 20), MAX_SEND_BUFFER)
 
 
-def _port_table(seam: OpenFlowSeam, network: EmulatedNetwork) -> dict[str, np.ndarray]:
+def _port_table(
+    seam: OpenFlowSeam, network: EmulatedNetwork, ovs: OpenVSwitch
+) -> dict[str, np.ndarray]:
     """One row per port of every node, in the simulator's port order: a switch port's
-    bytes and packets from OpenFlow's port counters, a host's from its kernel's, and
-    every port's drops from its queue's qdisc."""
+    bytes and packets from OpenFlow's port counters, a host's from its kernel's; every
+    port's `drop_packets`, its queue's count of packets it refused; and `lost_packets`,
+    the packets the port lost.
+
+    At a host the two are the same. At a switch they are not: Open vSwitch sends a
+    batch of packets with one sendmmsg, and when the queue refuses one it offers it
+    once more and gives up the rest of the batch, so the queue counts a lost packet
+    up to twice and never sees those behind it. A switch port's loss is what the
+    switch handed it to send (its egress table's counters) less what it sent and
+    what its qdiscs still hold. That is exact while the switch's forwarding holds
+    still; where a program moves flows, Open vSwitch credits a flow's packets since
+    its last revalidation to the flow's new port, which shifts losses between ports
+    and can make one negative (docs/emulation.md)."""
+    ovs.settle_flow_counts()
+    handed = seam.handed_rows()
     switches = seam.port_rows()
     by_port = {
         (int(n), int(p)): i
@@ -192,7 +208,7 @@ def _port_table(seam: OpenFlowSeam, network: EmulatedNetwork) -> dict[str, np.nd
     }
     counted = ("tx_bytes", "tx_packets", "rx_bytes", "rx_packets")
     rows: dict[str, list[int]] = {
-        key: [] for key in ("node", "port", "peer_node", *counted, "drop_packets")
+        key: [] for key in ("node", "port", "peer_node", *counted, "drop_packets", "lost_packets")
     }
     for node, peers in enumerate(seam.ports.neighbours):
         for port, peer in enumerate(peers):
@@ -204,7 +220,17 @@ def _port_table(seam: OpenFlowSeam, network: EmulatedNetwork) -> dict[str, np.nd
             rows["port"].append(port)
             rows["peer_node"].append(peer)
             rows["drop_packets"].append(kernel["drop_packets"])
-    types = {"node": np.uint32, "port": np.uint16, "peer_node": np.uint32}
+            if row is None:
+                rows["lost_packets"].append(kernel["drop_packets"])
+            else:
+                sent = kernel["tx_packets"] + kernel["queued_packets"]
+                rows["lost_packets"].append(handed.get((node, port), 0) - sent)
+    types = {
+        "node": np.uint32,
+        "port": np.uint16,
+        "peer_node": np.uint32,
+        "lost_packets": np.int64,
+    }
     return {key: np.array(values, dtype=types.get(key, np.uint64)) for key, values in rows.items()}
 
 
@@ -248,6 +274,16 @@ def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
         "mean_fct_ms": float(fct.mean() / 1e9) if len(fct) else None,
         "mean_fct_us": float(fct.mean() / 1e6) if len(fct) else None,
         "packets_dropped": int(ports["drop_packets"].sum()),
+        "packets_lost": int(ports["lost_packets"].sum()),
+        # The kernel's counts, under the simulator's summary names (None: not counted).
+        **{
+            summary: int(flows[column].sum()) if column in flows else None
+            for column, summary in (
+                ("retransmissions", "retransmissions"),
+                ("timeouts", "timeouts"),
+                ("out_of_order", "out_of_order_packets"),
+            )
+        },
         "max_link_utilization": float(ports["utilization"].max(initial=0.0)),
         "slowdown": slowdown_summary(flows["size_bytes"], flows["slowdown"]),
         "up_s": round(up_s, 3),

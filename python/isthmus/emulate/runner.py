@@ -47,6 +47,25 @@ _gates: dict[int, threading.Event] = {}
 """Each TCP flow of this host's gate: cleared while the controller holds the flow."""
 SO_MAX_PACING_RATE = 47  # Linux's
 UNPACED = 0xFFFFFFFF  # SO_MAX_PACING_RATE's "no limit"
+TCP_INFO_COUNTS = {
+    "retransmissions": (100, "=I"),  # tcpi_total_retrans: segments sent again
+    "reordering_seen": (220, "=I"),  # tcpi_reord_seen: reorderings detected
+    "out_of_order": (224, "=I"),  # tcpi_rcv_ooopack: packets received out of order
+    "timeouts": (240, "=H"),  # tcpi_total_rto (Linux 6.7 on): retransmission timeouts
+}
+"""Offsets and formats in Linux's struct tcp_info (include/uapi/linux/tcp.h)."""
+
+
+def tcp_counts(sock: socket.socket, *names: str) -> dict[str, int | None]:
+    """The kernel's counts `names` of a TCP connection (TCP_INFO); None for one this
+    kernel's tcp_info is too short to hold."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    counts: dict[str, int | None] = {}
+    for name in names:
+        offset, layout = TCP_INFO_COUNTS[name]
+        fits = len(info) >= offset + struct.calcsize(layout)
+        counts[name] = struct.unpack_from(layout, info, offset)[0] if fits else None
+    return counts
 
 
 def report(**event: object) -> None:
@@ -77,7 +96,11 @@ def receive(conn: socket.socket, flow: int, size: int) -> None:
         report(kind="error", flow=flow, error=f"receiving: {e}")
     received, first, _ = _received.pop(flow, [0, None, None])
     last = time.monotonic_ns()
-    report(kind="finished", flow=flow, time_ns=last, first_ns=first, bytes=received, size=size)
+    counts = tcp_counts(conn, "out_of_order")
+    report(
+        kind="finished", flow=flow, time_ns=last, first_ns=first, bytes=received, size=size,
+        **counts,
+    )  # fmt: skip
     conn.close()
 
 
@@ -161,8 +184,9 @@ def send(
             pass
     except Exception as e:  # reported, never a sender thread dying in silence
         error = f"{type(e).__name__}: {e}"
+    counts = tcp_counts(sock, "retransmissions", "timeouts", "reordering_seen")
     sock.close()
-    report(kind="sent", flow=flow, time_ns=time.monotonic_ns(), error=error, bytes=sent)
+    report(kind="sent", flow=flow, time_ns=time.monotonic_ns(), error=error, bytes=sent, **counts)
 
 
 def send_datagrams(

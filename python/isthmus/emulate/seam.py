@@ -55,6 +55,8 @@ STATS_TIMEOUT_S = 5.0
 PROTOCOLS = {6: tcp.tcp, 17: udp.udp}
 TRANSPORT_MATCH = crossings.TRANSPORT_MATCH
 PS_PER_S = 10**12
+HAIRPIN_PRIORITY = 2
+"""Above the counting entries of watched flows (1) in the egress table."""
 PORT_REGISTER = nicira_ext.ofs_nbits(0, 31)
 """Register 0, whole: where an output's port waits for the egress table."""
 LOOP_WAKE_S = 0.02
@@ -157,7 +159,7 @@ class OpenFlowSeam(Seam):
             case commands.InstallEntry(switch, priority, fields):
                 self._install(switch, priority, dict(fields), entry)
             case commands.ModifyEntry(switch, entry_id, action):
-                instructions = self._instructions(switch, dict(action), None)
+                instructions = self._instructions(switch, dict(action))
                 self._to(switch, lambda dp: parser.OFPFlowMod(
                     dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_MODIFY, cookie=cookie(entry_id),
                     cookie_mask=ALL_BITS, match=parser.OFPMatch(), instructions=instructions,
@@ -184,12 +186,12 @@ class OpenFlowSeam(Seam):
             case commands.SetFloodPorts(switch, ports):
                 self._flood_ports[switch] = list(ports)
             case commands.PacketOut(buffer, port):
-                out = ofp.OFPP_TABLE if port is None else ofport(port)
-                self._packet_out(buffer, [parser.OFPActionOutput(out)])
+                to_table = [parser.OFPActionOutput(ofp.OFPP_TABLE)]
+                self._packet_out(buffer, to_table if port is None else _output(port))
             case commands.FloodOut(buffer):
                 switch, in_port, _ = self._buffers[buffer]
                 ports = self._flood_ports.get(switch, range(len(self.ports.neighbours[switch])))
-                outputs = [parser.OFPActionOutput(ofport(p)) for p in ports if p != in_port]
+                outputs = [action for p in ports if p != in_port for action in _output(p)]
                 self._packet_out(buffer, outputs)
             case commands.DropBuffer(buffer):
                 self._buffers.pop(buffer, None)
@@ -223,7 +225,7 @@ class OpenFlowSeam(Seam):
             self._pending.append((switch, build))
 
     def _install(self, switch: int, priority: int, fields: dict, entry: int) -> None:
-        instructions = self._instructions(switch, fields, fields.get("in_port"))
+        instructions = self._instructions(switch, fields)
         flags = ofp.OFPFF_SEND_FLOW_REM
         timeouts = {key: _seconds(fields.get(key), key) for key in ("idle_timeout", "hard_timeout")}
         matches = self._matches(fields)
@@ -268,7 +270,7 @@ class OpenFlowSeam(Seam):
             if fields.get("src", way.src) == way.src and fields.get("dst", way.dst) == way.dst
         ]
 
-    def _instructions(self, switch: int, fields: dict, in_port: int | None) -> list:
+    def _instructions(self, switch: int, fields: dict) -> list:
         if fields.get("set_priority") is not None:
             raise Unsupported(
                 "set_priority: the emulation does not yet map traffic classes to queues"
@@ -276,11 +278,7 @@ class OpenFlowSeam(Seam):
         if fields.get("drop"):
             instructions = []
         elif "output" in fields:
-            out = fields["output"]
-            # Back out of the port a packet came in by takes OpenFlow's IN_PORT (a
-            # packet is never sent out of its own port otherwise), past the egress count.
-            back = [parser.OFPActionOutput(ofp.OFPP_IN_PORT)]
-            instructions = _apply(back if out == in_port else _output(out))
+            instructions = _apply(_output(fields["output"]))
         elif "group" in fields:
             instructions = _apply([parser.OFPActionGroup(fields["group"])])
         elif fields.get("controller"):
@@ -323,10 +321,17 @@ class OpenFlowSeam(Seam):
         """Every switch's tables but the programs': table 0 passing packets on, table 2
         routing per destination by a select group over its shortest paths' next hops
         (the simulator's ECMP), and table 3 sending each packet out of the port its
-        register names."""
+        register names: one entry per port, counting what the switch handed that port
+        (`handed_rows`), and one for a packet going back out of the port it came in by,
+        which takes OpenFlow's IN_PORT (an output to a packet's own port is dropped)."""
+        back = _apply([parser.OFPActionOutput(ofp.OFPP_IN_PORT)])
         for switch in self._switches():
             self._add(switch, WATCH_TABLE, 0, parser.OFPMatch(), _ONWARD)
-            self._add(switch, EGRESS_TABLE, 0, parser.OFPMatch(), _SEND)
+            for port in range(len(self.ports.neighbours[switch])):
+                number = ofport(port)
+                self._add(switch, EGRESS_TABLE, 0, parser.OFPMatch(reg0=number), _SEND)
+                hairpin = parser.OFPMatch(in_port=number, reg0=number)
+                self._add(switch, EGRESS_TABLE, HAIRPIN_PRIORITY, hairpin, back)
         for (switch, host), hops in sorted(next_hop_ports(self.ports).items()):
             if not hops:
                 continue
@@ -357,7 +362,7 @@ class OpenFlowSeam(Seam):
         frame += (0x88B5).to_bytes(2, "big") + bytes(46)
         self._to(switch, lambda dp: parser.OFPPacketOut(
             dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
-            actions=[parser.OFPActionOutput(ofport(port))], data=frame,
+            actions=_output(port), data=frame,
         ))  # fmt: skip
         self._barrier([switch])
 
@@ -584,6 +589,21 @@ class OpenFlowSeam(Seam):
             name: np.array([r[i] for r in rows], dtype=t)
             for i, (name, t) in enumerate(zip(names, types, strict=True))
         }
+
+    def handed_rows(self) -> dict[tuple[int, int], int]:
+        """Packets each switch's pipeline handed each of its ports to send, by (node,
+        local port): every entry of the egress table counts the packets it sent out
+        (each matches one port's number in register 0). Called after the traffic, once
+        Open vSwitch's counters have caught up (`OpenVSwitch.settle_flow_counts`)."""
+        stats = self._statistics(
+            self._switches(),
+            lambda dp: parser.OFPFlowStatsRequest(dp, table_id=EGRESS_TABLE),
+        )
+        handed: dict[tuple[int, int], int] = {}
+        for node, stat in stats:
+            key = (node, stat.match["reg0"] - 1)
+            handed[key] = handed.get(key, 0) + stat.packet_count
+        return handed
 
     def entry_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
         """The programs' entries (table 0, the table-miss entry left out)."""

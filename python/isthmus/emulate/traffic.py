@@ -28,6 +28,11 @@ KERNEL_CONGESTION_CONTROL = {"tcp": "reno", "cubic": "cubic", "dctcp": "dctcp"}
 RUNNER_START_TIMEOUT_S = 30.0
 RUNNER_STOP_TIMEOUT_S = 10.0
 IP_UDP_HEADER_BYTES = 28
+TCP_COUNTS = ("retransmissions", "timeouts", "out_of_order", "reordering_seen")
+"""What the kernel counted of each TCP flow: segments sent again and retransmission
+timeouts at its sender, reorderings its sender detected, packets its receiver got out of
+order (the simulator's columns of the same names, but `reordering_seen`)."""
+SENDERS_SETTLE_S = 2.0
 DATAGRAM_GRACE_NS = 100_000_000
 """How long after a UDP flow's last datagram left it counts as done: far longer than
 any queue of the emulated network holds a datagram."""
@@ -48,6 +53,8 @@ class FlowRecord:
     datagrams_sent: int = 0
     datagrams_refused: int = 0
     """Datagrams the sender's socket refused (its buffer full): dropped at the sender."""
+    counts: dict[str, int | None] = field(default_factory=dict)
+    """A TCP flow's counts from its sockets' TCP_INFO once it closed (`TCP_COUNTS`)."""
     error: str | None = None
 
 
@@ -189,6 +196,25 @@ class Traffic:
         runner.stdin.write((json.dumps({"flow": flow} | order) + "\n").encode())
         runner.stdin.flush()
 
+    def await_senders(self) -> None:
+        """Reads the runners' reports until the sender of every TCP flow whose last byte
+        arrived has reported too (with its TCP_INFO counts), for at most
+        `SENDERS_SETTLE_S`: a sender reports once its receiver has closed, just after
+        the flow counts as finished and the run may have ended."""
+        deadline = time.monotonic() + SENDERS_SETTLE_S
+        while any(
+            r.finished_ns is not None and r.sent_ns is None
+            for flow, r in enumerate(self.records)
+            if flow not in self.datagrams
+        ):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            pipes = self.pipes()
+            readable, _, _ = select.select(list(pipes), [], [], left)
+            for fd in readable:
+                self.read(pipes[fd], lambda ns: ns)
+
     def pipes(self) -> dict[int, int]:
         """The runners' report pipes: file descriptor -> host."""
         return {r.stdout.fileno(): host for host, r in self._runners.items()}
@@ -253,6 +279,7 @@ class Traffic:
             record.bytes_sent = report["bytes"]
             record.datagrams_sent = report.get("datagrams", 0)
             record.datagrams_refused = report.get("refused", 0)
+            record.counts |= {k: report[k] for k in TCP_COUNTS if k in report}
             if flow in self.datagrams:
                 return [FlowFinished(to_ps(record.sent_ns), flow)]
             return []
@@ -261,6 +288,7 @@ class Traffic:
             record.first_ns = report["first_ns"]
             record.last_ns = record.finished_ns
             record.bytes_received = report["bytes"]
+            record.counts |= {k: report[k] for k in TCP_COUNTS if k in report}
             if record.bytes_received < int(self.flows["size_bytes"][flow]):
                 # The connection closed short of the flow's size: it did not finish.
                 return []
@@ -320,4 +348,18 @@ class Traffic:
             "finish_ps": times([self._finish(flow) for flow in range(len(r))]),
             "bytes_sent": np.array([x.bytes_sent for x in r], dtype=np.uint64),
             "bytes_received": np.array([x.bytes_received for x in r], dtype=np.uint64),
-        }
+        } | self._counts()
+
+    def _counts(self) -> dict[str, np.ndarray]:
+        """Each of `TCP_COUNTS` the kernel gave for every TCP flow (a UDP flow counts
+        0); one it did not give for some flow (a flow still open at the end, a kernel
+        too old for it) is left out of the table rather than guessed."""
+        columns = {}
+        for name in TCP_COUNTS:
+            values = [
+                0 if flow in self.datagrams else record.counts.get(name)
+                for flow, record in enumerate(self.records)
+            ]
+            if None not in values:
+                columns[name] = np.array(values, dtype=np.uint64)
+        return columns
