@@ -126,6 +126,34 @@ def test_an_app_the_emulation_cannot_run_is_refused_with_the_reason(app, why):
         _scope(scenario(control=control))
 
 
+MPTCP_TRAFFIC = """
+[[traffic]]
+kind = "flows"
+pattern = "permutation"
+arrivals = { kind = "batch" }
+sizes = { min = "2MB", max = "2MB" }
+stop = "1ms"
+transport = "mptcp"
+"""
+
+
+def test_mptcp_runs_as_the_kernels_with_its_subflows_and_is_refused_where_it_cannot():
+    plan = _scope(scenario(traffic=MPTCP_TRAFFIC) + "[tcp]\nmptcp_subflows = 4\n")
+    # The engine's subflows are NewReno: the kernel's reno, one per subflow.
+    assert (plan.mptcp_subflows, plan.congestion_control) == (4, "reno")
+    with pytest.raises(ScenarioError, match="at most 9 in all, not 12"):
+        _scope(scenario(traffic=MPTCP_TRAFFIC) + "[tcp]\nmptcp_subflows = 12\n")
+    with pytest.raises(ScenarioError, match="^control: MPTCP"):
+        _scope(scenario(traffic=MPTCP_TRAFFIC, control='[control]\napps = [{ name = "ecmp" }]'))
+    with pytest.raises(ScenarioError, match="tcp.min_rto"):
+        _scope(scenario(traffic=MPTCP_TRAFFIC) + '[tcp]\nmin_rto = "1ms"\n')
+    spec = parse_scenario(scenario(traffic=MPTCP_TRAFFIC))
+    sim = spec.build()
+    off = Capabilities(ALL_QDISCS, frozenset({"reno"}), mptcp=False)
+    with pytest.raises(ScenarioError, match="net.mptcp.enabled"):
+        scope(spec, sim, off, rate_scale=1.0, ignore_delay_below_ps=0)
+
+
 def test_a_link_delay_needs_netem_unless_a_stated_bound_leaves_it_out():
     text = scenario(delay="50us")
     with pytest.raises(ScenarioError, match="no 'netem' qdisc"):
@@ -763,3 +791,19 @@ transport = "cubic"
                 assert out == port, (agent.switch.name, key)
                 checked += 1
         assert checked > 0
+
+
+@needs_machine
+def test_mptcp_connections_open_their_subflows_and_deliver_every_byte():
+    spec = parse_scenario(
+        scenario(rate="20Mbps", traffic=MPTCP_TRAFFIC) + "[tcp]\nmptcp_subflows = 4\n"
+    )
+    run = emulate(spec)
+    flows = run.flows
+    assert run.all_finished and (flows["bytes_received"] == flows["size_bytes"]).all()
+    # Each connection opened subflows to the ports its receiver announced (each with
+    # ports of its own, which ECMP hashes apart), up to the four asked for.
+    assert ((flows["subflows"] >= 2) & (flows["subflows"] <= 4)).all(), flows["subflows"]
+    assert run.summary["mptcp_subflows"] == 4
+    # An MPTCP connection's TCP_INFO is not one TCP's: no TCP counts are claimed.
+    assert "retransmissions" not in flows and run.summary["retransmissions"] is None

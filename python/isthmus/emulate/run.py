@@ -114,7 +114,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     started = time.monotonic()
     ovs = OpenVSwitch(footprint)
     channel = Channel()
-    traffic = Traffic(sim.flows(), plan.congestion_control, plan.datagrams)
+    traffic = Traffic(sim.flows(), plan.congestion_control, plan.datagrams, plan.mptcp_subflows)
     try:
         ovs.start()
         network = EmulatedNetwork(sim.topology, footprint, ovs, plan.shapes, channel.address)
@@ -263,6 +263,7 @@ def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
         "scenario": spec.name,
         "backend": "emulation (Open vSwitch, userspace datapath; Linux TCP)",
         "congestion_control": plan.congestion_control,
+        "mptcp_subflows": plan.mptcp_subflows,
         "udp_flows": len(plan.datagrams),
         "rate_scale": plan.rate_scale,
         "delays_left_out_below_ps": plan.delays_left_out_below_ps,

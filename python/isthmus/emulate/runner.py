@@ -54,6 +54,11 @@ TCP_INFO_COUNTS = {
     "timeouts": (240, "=H"),  # tcpi_total_rto (Linux 6.7 on): retransmission timeouts
 }
 """Offsets and formats in Linux's struct tcp_info (include/uapi/linux/tcp.h)."""
+IPPROTO_MPTCP = 262  # Linux's
+SOL_MPTCP = 284
+MPTCP_INFO = 1  # struct mptcp_info begins with the extra subflows open (a byte)
+_protocol = socket.IPPROTO_TCP
+"""This host's stream sockets' protocol: TCP, or MPTCP when the plan says so."""
 
 
 def tcp_counts(sock: socket.socket, *names: str) -> dict[str, int | None]:
@@ -96,7 +101,8 @@ def receive(conn: socket.socket, flow: int, size: int) -> None:
         report(kind="error", flow=flow, error=f"receiving: {e}")
     received, first, _ = _received.pop(flow, [0, None, None])
     last = time.monotonic_ns()
-    counts = tcp_counts(conn, "out_of_order")
+    # An MPTCP connection's TCP_INFO is not one TCP's: its counts are not reported.
+    counts = tcp_counts(conn, "out_of_order") if _protocol == socket.IPPROTO_TCP else {}
     report(
         kind="finished", flow=flow, time_ns=last, first_ns=first, bytes=received, size=size,
         **counts,
@@ -105,7 +111,7 @@ def receive(conn: socket.socket, flow: int, size: int) -> None:
 
 
 def _stream_server(port: int) -> socket.socket:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM, _protocol)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("0.0.0.0", port))
     server.listen(1024)
@@ -159,8 +165,8 @@ def send(
 ) -> None:
     if not _wait_until(start_ns):
         return
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    error, sent = None, 0
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, _protocol)
+    error, sent, counts = None, 0, {}
     gate = _gates.setdefault(flow, _open_gate())
     report(kind="arrival", flow=flow, time_ns=time.monotonic_ns())
     try:
@@ -178,13 +184,17 @@ def send(
             gate.wait()  # held: no new data until released
             left -= sock.send(CHUNK[: min(left, len(CHUNK), HELD_CHUNK)])
             sent = size - left
+        if _protocol == IPPROTO_MPTCP:
+            # The subflows open as the last data goes: the first and those added.
+            counts["subflows"] = sock.getsockopt(SOL_MPTCP, MPTCP_INFO, 1)[0] + 1
         sock.shutdown(socket.SHUT_WR)
         # The receiver closes once it has read everything: the flow is done.
         while sock.recv(1 << 12):
             pass
     except Exception as e:  # reported, never a sender thread dying in silence
         error = f"{type(e).__name__}: {e}"
-    counts = tcp_counts(sock, "retransmissions", "timeouts", "reordering_seen")
+    if _protocol == socket.IPPROTO_TCP:
+        counts = tcp_counts(sock, "retransmissions", "timeouts", "reordering_seen")
     sock.close()
     report(kind="sent", flow=flow, time_ns=time.monotonic_ns(), error=error, bytes=sent, **counts)
 
@@ -305,8 +315,11 @@ def main(plan_path: str) -> None:
 
 
 def run(plan_path: str) -> None:
+    global _protocol
     with open(plan_path) as file:
         plan = json.load(file)
+    if plan["mptcp"]:
+        _protocol = IPPROTO_MPTCP
     incoming = {(src, sport): (flow, size) for flow, src, sport, dport, size in plan["incoming"]}
     datagrams_in = {(src, sport): flow for flow, src, sport, _ in plan["incoming_datagrams"]}
     # Every socket listens before this host says it is ready: a flow to it may start

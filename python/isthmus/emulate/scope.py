@@ -27,6 +27,10 @@ MAX_LINK_RATE_BPS = 1_000_000_000
 this kind of machine, shared by every bridge (docs/emulation.md); faster links are
 scaled down by a stated factor (`rate_scale`)."""
 
+MPTCP = "mptcp"
+MAX_MPTCP_SUBFLOWS = 9
+"""The first subflow and the 8 more the kernel's path manager opens at most
+(MPTCP_PM_MAX_SUBFLOWS)."""
 MAX_FLOWS = 20_000
 """Each flow is a thread of its host's runner and a port of its own."""
 
@@ -65,6 +69,8 @@ class Scope:
     shapes: dict[tuple[int, int], LinkShape]
     congestion_control: str | None
     """The TCP flows' (None: there are none)."""
+    mptcp_subflows: int | None
+    """Subflows of each connection when the TCP flows are MPTCP (None: plain TCP)."""
     datagrams: dict[int, Datagrams]
     """The UDP flows' sending, by flow id."""
     rate_scale: float
@@ -96,12 +102,6 @@ def scope(
             "telemetry.sample_interval: the emulation records no time series yet; "
             "leave it out to emulate this scenario"
         )
-    if spec.tcp.model_fields_set:
-        keys = ", ".join(sorted(spec.tcp.model_fields_set))
-        raise ScenarioError(
-            f"tcp.{keys}: emulated hosts run their kernel's TCP, whose settings the "
-            "emulation does not change"
-        )
     for i, app in enumerate(spec.control.apps if spec.control is not None else []):
         if app.name in APPS_NOT_YET:
             raise ScenarioError(
@@ -109,13 +109,22 @@ def scope(
                 f"{APPS_NOT_YET[app.name]} (docs/emulation.md)"
             )
     congestion_control = _congestion_control(spec, capabilities)
+    mptcp = _mptcp_subflows(spec, capabilities) if congestion_control == MPTCP else None
+    changed = spec.tcp.model_fields_set - ({"mptcp_subflows"} if mptcp else set())
+    if changed:
+        keys = ", ".join(sorted(changed))
+        raise ScenarioError(
+            f"tcp.{keys}: emulated hosts run their kernel's TCP, whose settings the "
+            "emulation does not change"
+        )
     if len(sim.flows()["src"]) > MAX_FLOWS:
         raise ScenarioError(
             f"traffic: {len(sim.flows()['src'])} flows; the emulation runs at most {MAX_FLOWS}"
         )
     return Scope(
         _shapes(spec, sim, capabilities, rate_scale, ignore_delay_below_ps),
-        congestion_control,
+        KERNEL_CONGESTION_CONTROL["tcp"] if mptcp else congestion_control,
+        mptcp,
         _datagrams(spec, sim, rate_scale),
         rate_scale,
         ignore_delay_below_ps,
@@ -147,6 +156,32 @@ def _datagrams(spec: Scenario, sim: Simulation, rate_scale: float) -> dict[int, 
     return datagrams
 
 
+def _mptcp_subflows(spec: Scenario, capabilities: Capabilities) -> int:
+    """The subflows of each MPTCP connection, once the machine and the scenario allow
+    MPTCP: the kernel's own MPTCP, its path manager opening the extra subflows to ports
+    the receiving host announces (`isthmus.emulate.traffic`)."""
+    if not capabilities.mptcp:
+        raise ScenarioError(
+            "traffic.transport: mptcp needs the kernel's MPTCP, which is off here "
+            "(sysctl net.mptcp.enabled = 1 turns it on)"
+        )
+    subflows = spec.tcp.mptcp_subflows
+    if subflows > MAX_MPTCP_SUBFLOWS:
+        raise ScenarioError(
+            f"tcp.mptcp_subflows: the kernel's path manager opens at most "
+            f"{MAX_MPTCP_SUBFLOWS - 1} subflows beside the first, so at most "
+            f"{MAX_MPTCP_SUBFLOWS} in all, not {subflows}"
+        )
+    control = spec.control
+    if control is not None and (control.apps or control.miss != "route"):
+        raise ScenarioError(
+            "control: MPTCP's extra subflows take source ports the kernel picks, which "
+            "programs cannot match or name by flow; emulate MPTCP over the network's own "
+            'routing (no [control], or miss = "route" and no apps)'
+        )
+    return subflows
+
+
 def _congestion_control(spec: Scenario, capabilities: Capabilities) -> str | None:
     transports = set()
     for i, block in enumerate(spec.traffic):
@@ -165,10 +200,10 @@ def _congestion_control(spec: Scenario, capabilities: Capabilities) -> str | Non
             raise ScenarioError(
                 f"traffic[{i}].duration: the emulation runs flows of a size, not timed sources, yet"
             )
-        if block.transport not in KERNEL_CONGESTION_CONTROL:
+        if block.transport not in (*KERNEL_CONGESTION_CONTROL, MPTCP):
             raise ScenarioError(
                 f"traffic[{i}].transport: the emulation runs "
-                f"{', '.join(KERNEL_CONGESTION_CONTROL)}, not {block.transport} yet"
+                f"{', '.join((*KERNEL_CONGESTION_CONTROL, MPTCP))}, not {block.transport} yet"
             )
         transports.add(block.transport)
     if len(transports) > 1:
@@ -181,6 +216,8 @@ def _congestion_control(spec: Scenario, capabilities: Capabilities) -> str | Non
             raise ScenarioError("traffic: the scenario has no flows to emulate")
         return None
     transport = transports.pop()
+    if transport == MPTCP:
+        return MPTCP
     algorithm = KERNEL_CONGESTION_CONTROL[transport]
     if algorithm not in capabilities.congestion_controls:
         raise ScenarioError(

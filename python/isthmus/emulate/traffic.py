@@ -20,7 +20,7 @@ import numpy as np
 from isthmus.control.events import Event, FlowArrival, FlowFinished
 from isthmus.emulate.footprint import Footprint
 from isthmus.emulate.network import EmulatedNetwork, host_ip
-from isthmus.emulate.system import EmulationError
+from isthmus.emulate.system import EmulationError, command
 
 RUNNER = Path(__file__).with_name("runner.py")
 KERNEL_CONGESTION_CONTROL = {"tcp": "reno", "cubic": "cubic", "dctcp": "dctcp"}
@@ -32,7 +32,12 @@ TCP_COUNTS = ("retransmissions", "timeouts", "out_of_order", "reordering_seen")
 """What the kernel counted of each TCP flow: segments sent again and retransmission
 timeouts at its sender, reorderings its sender detected, packets its receiver got out of
 order (the simulator's columns of the same names, but `reordering_seen`)."""
+REPORTED_COUNTS = (*TCP_COUNTS, "subflows")
+"""What the runners report of a TCP flow: its TCP_INFO counts, or for an MPTCP
+connection (whose TCP_INFO is not one TCP's) the subflows it had open at its end."""
 SENDERS_SETTLE_S = 2.0
+MPTCP_PORT_BASE = 40_000
+"""The ports a host announces for MPTCP's extra subflows: above every flow's own."""
 DATAGRAM_GRACE_NS = 100_000_000
 """How long after a UDP flow's last datagram left it counts as done: far longer than
 any queue of the emulated network holds a datagram."""
@@ -85,6 +90,8 @@ class Traffic:
     congestion_control: str | None
     datagrams: dict[int, Datagrams] = field(default_factory=dict)
     """The UDP flows' sending, by flow id (every other flow is TCP)."""
+    mptcp_subflows: int | None = None
+    """Subflows of each TCP flow when they are MPTCP connections (None: plain TCP)."""
     records: list[FlowRecord] = field(default_factory=list)
     start_ns: int = 0
     _runners: dict[int, subprocess.Popen] = field(default_factory=dict)
@@ -124,7 +131,8 @@ class Traffic:
         f = self.flows
         hosts = sorted(set(f["src"].tolist()) | set(f["dst"].tolist()))
         lists = ("incoming", "outgoing", "incoming_datagrams", "outgoing_datagrams")
-        plans = {h: {key: [] for key in lists} for h in hosts}
+        mptcp = self.mptcp_subflows is not None
+        plans = {h: {"mptcp": mptcp} | {key: [] for key in lists} for h in hosts}
         for flow in range(len(f["src"])):
             src, dst = int(f["src"][flow]), int(f["dst"][flow])
             sport, dport = int(f["src_port"][flow]), int(f["dst_port"][flow])
@@ -146,7 +154,10 @@ class Traffic:
 
     def launch(self, network: EmulatedNetwork, footprint: Footprint) -> None:
         """Starts every host's runner and waits until each listens."""
-        for host, plan in self.plans().items():
+        plans = self.plans()
+        if self.mptcp_subflows is not None:
+            self._open_mptcp(network, plans)
+        for host, plan in plans.items():
             path = footprint.directory / f"plan-{host}.json"
             path.write_text(json.dumps(plan))
             runner = subprocess.Popen(
@@ -179,6 +190,26 @@ class Traffic:
                     raise EmulationError(
                         f"host {host}'s traffic runner stopped: {' '.join(why[-2:])}"
                     )
+
+    def _open_mptcp(self, network: EmulatedNetwork, plans: dict[int, dict]) -> None:
+        """Readies every host's kernel MPTCP for `mptcp_subflows` subflows a connection:
+        each host accepts that many more, and each host that receives flows announces
+        one more port of its address for each (ADD_ADDR with a port), to which the
+        sender's path manager opens a subflow. Each subflow has its own ports, so the
+        switches' ECMP hashes it on a path of its own."""
+        extra = str(self.mptcp_subflows - 1)
+        for host, plan in plans.items():
+            namespace = network.host_namespace(host)
+            what = f"readying host {host}'s MPTCP"
+            command("sysctl", "-q", "-w", "net.mptcp.enabled=1", what=what, namespace=namespace)
+            limits = ("ip", "mptcp", "limits", "set", "subflow", extra, "add_addr_accepted", extra)
+            command(*limits, what=what, namespace=namespace)
+            if plan["incoming"]:
+                for port in range(MPTCP_PORT_BASE, MPTCP_PORT_BASE + int(extra)):
+                    command(
+                        "ip", "mptcp", "endpoint", "add", host_ip(host), "port", str(port),
+                        "signal", what=what, namespace=namespace,
+                    )  # fmt: skip
 
     def start(self, start_ns: int) -> None:
         """Tells every runner the common start time (CLOCK_MONOTONIC ns)."""
@@ -279,7 +310,7 @@ class Traffic:
             record.bytes_sent = report["bytes"]
             record.datagrams_sent = report.get("datagrams", 0)
             record.datagrams_refused = report.get("refused", 0)
-            record.counts |= {k: report[k] for k in TCP_COUNTS if k in report}
+            record.counts |= {k: report[k] for k in REPORTED_COUNTS if k in report}
             if flow in self.datagrams:
                 return [FlowFinished(to_ps(record.sent_ns), flow)]
             return []
@@ -288,7 +319,7 @@ class Traffic:
             record.first_ns = report["first_ns"]
             record.last_ns = record.finished_ns
             record.bytes_received = report["bytes"]
-            record.counts |= {k: report[k] for k in TCP_COUNTS if k in report}
+            record.counts |= {k: report[k] for k in REPORTED_COUNTS if k in report}
             if record.bytes_received < int(self.flows["size_bytes"][flow]):
                 # The connection closed short of the flow's size: it did not finish.
                 return []
@@ -351,11 +382,13 @@ class Traffic:
         } | self._counts()
 
     def _counts(self) -> dict[str, np.ndarray]:
-        """Each of `TCP_COUNTS` the kernel gave for every TCP flow (a UDP flow counts
-        0); one it did not give for some flow (a flow still open at the end, a kernel
-        too old for it) is left out of the table rather than guessed."""
+        """Each of `REPORTED_COUNTS` the kernel gave for every TCP flow (a UDP flow
+        counts 0; with MPTCP, `subflows` is what each connection had open, in place of
+        the number asked for); one it did not give for some flow (a flow still open at
+        the end, a kernel too old for it, an MPTCP connection's TCP counts) is left out
+        of the table rather than guessed."""
         columns = {}
-        for name in TCP_COUNTS:
+        for name in REPORTED_COUNTS if self.mptcp_subflows else TCP_COUNTS:
             values = [
                 0 if flow in self.datagrams else record.counts.get(name)
                 for flow, record in enumerate(self.records)
