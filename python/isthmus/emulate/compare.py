@@ -29,14 +29,14 @@ def simulated_twin(spec: Scenario, seed: int | None, base: Path) -> Simulation:
 
 
 def figures(
-    flows: dict[str, np.ndarray], drop_packets: int, lost_packets: int
+    flows: dict[str, np.ndarray], drop_packets: int, lost_packets: int | None
 ) -> dict[str, float | None]:
     """The compared figures of one run's flow table: of its TCP flows, goodput from the
     first start to the last finish, Jain's fairness of their throughputs and FCT by
     size bucket; of its UDP streams (they end at a time, not with a last byte), what
     they delivered per second of sending and the fraction lost; at every port, the
     packets its queue refused and those it lost (the same in the simulator; see
-    `run._port_table` for the emulation's)."""
+    `run._port_table` for the emulation's, None where it was not measured)."""
     stream = flows["datagram"].astype(bool)
     done = (flows["finish_ps"] >= 0) & ~stream
     fct_ms = (flows["finish_ps"] - flows["start_ps"])[done] / 1e9
@@ -60,7 +60,8 @@ def figures(
         out["stream_goodput_mbps"] = float(received.sum() * 8 / span_s / 1e6) if span_s else None
         out["stream_loss"] = float(1 - received.sum() / sent.sum()) if sent.sum() else None
     out["drop_packets"] = float(drop_packets)
-    out["lost_packets"] = float(lost_packets)
+    if lost_packets is not None:
+        out["lost_packets"] = float(lost_packets)
     for column in ("retransmissions", "timeouts"):
         if column in flows:  # an emulated run without the kernel's count leaves it out
             out[column] = float(flows[column][~stream].sum())
@@ -87,9 +88,7 @@ def side_by_side(
         drops = int(sim.ports()["drop_packets"].sum())
         simulated.append(figures(sim.flows(), drops, drops))
     real = [
-        figures(
-            run.flows, int(run.ports["drop_packets"].sum()), int(run.ports["lost_packets"].sum())
-        )
+        figures(run.flows, int(run.ports["drop_packets"].sum()), run.summary["packets_lost"])
         for run in emulated
     ]
     table = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import shutil
 import signal
 import tempfile
@@ -195,10 +196,10 @@ def _port_table(
     once more and gives up the rest of the batch, so the queue counts a lost packet
     up to twice and never sees those behind it. A switch port's loss is what the
     switch handed it to send (its egress table's counters) less what it sent and
-    what its qdiscs still hold. That is exact while the switch's forwarding holds
-    still; where a program moves flows, Open vSwitch credits a flow's packets since
-    its last revalidation to the flow's new port, which shifts losses between ports
-    and can make one negative (docs/emulation.md)."""
+    what its qdiscs still hold. That holds while the switch's forwarding holds still:
+    once it changed during the traffic (`OpenFlowSeam.changed_switches`), Open
+    vSwitch's counters no longer add up per port (docs/emulation.md), and the loss
+    of each of that switch's ports is NaN, not measured."""
     ovs.settle_flow_counts()
     handed = seam.handed_rows()
     switches = seam.port_rows()
@@ -222,6 +223,8 @@ def _port_table(
             rows["drop_packets"].append(kernel["drop_packets"])
             if row is None:
                 rows["lost_packets"].append(kernel["drop_packets"])
+            elif node in seam.changed_switches:
+                rows["lost_packets"].append(math.nan)
             else:
                 sent = kernel["tx_packets"] + kernel["queued_packets"]
                 rows["lost_packets"].append(handed.get((node, port), 0) - sent)
@@ -229,7 +232,7 @@ def _port_table(
         "node": np.uint32,
         "port": np.uint16,
         "peer_node": np.uint32,
-        "lost_packets": np.int64,
+        "lost_packets": np.float64,
     }
     return {key: np.array(values, dtype=types.get(key, np.uint64)) for key, values in rows.items()}
 
@@ -275,7 +278,7 @@ def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
         "mean_fct_ms": float(fct.mean() / 1e9) if len(fct) else None,
         "mean_fct_us": float(fct.mean() / 1e6) if len(fct) else None,
         "packets_dropped": int(ports["drop_packets"].sum()),
-        "packets_lost": int(ports["lost_packets"].sum()),
+        "packets_lost": _measured_sum(ports["lost_packets"]),
         # The kernel's counts, under the simulator's summary names (None: not counted).
         **{
             summary: int(flows[column].sum()) if column in flows else None
@@ -290,6 +293,11 @@ def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
         "up_s": round(up_s, 3),
         "down_s": round(down_s, 3),
     }
+
+
+def _measured_sum(values: np.ndarray) -> int | None:
+    """The sum of `values`, or None where one of them was not measured (NaN)."""
+    return None if np.isnan(values).any() else int(values.sum())
 
 
 def write_run(run: EmulatedRun, out: Path) -> Path:

@@ -12,7 +12,9 @@ Each switch's tables, in the order a packet meets them:
   host, a select group over the ports on its shortest paths; an entry with no action
   goes there too, as "default routing" does in the simulator;
 - table 3 sends the packet out: every output above puts its port in register 0 and
-  goes to table 3, which counts a watched switch's flows by the port they leave by.
+  goes to table 3, whose entry for that port sends it there and counts what the switch
+  handed the port (`handed_rows`); a watched switch's flows are counted there by the
+  port they leave by.
 
 A command this back-end cannot carry out is refused by name, never dropped."""
 
@@ -27,7 +29,6 @@ from functools import partial
 
 import numpy as np
 from os_ken.lib.packet import ethernet, ipv4, packet, tcp, udp
-from os_ken.ofproto import nicira_ext
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
@@ -57,8 +58,6 @@ TRANSPORT_MATCH = crossings.TRANSPORT_MATCH
 PS_PER_S = 10**12
 HAIRPIN_PRIORITY = 2
 """Above the counting entries of watched flows (1) in the egress table."""
-PORT_REGISTER = nicira_ext.ofs_nbits(0, 31)
-"""Register 0, whole: where an output's port waits for the egress table."""
 LOOP_WAKE_S = 0.02
 """The longest the run loop waits without a message, a report or a timer."""
 
@@ -100,6 +99,9 @@ class OpenFlowSeam(Seam):
         self._held: list[Event] = []
         self._parts: dict[tuple[int, int], list[int]] = {}
         """(switch, entry) -> [OpenFlow entries still in, packets and bytes of those gone]."""
+        self.changed_switches: set[int] = set()
+        """Switches whose forwarding changed while the traffic ran: a program's entry or
+        group came, went or changed, or one of their links went down or up."""
         self._watches: dict[int, crossings.FlowWatch] = {}
         self._next_read = 0
         self._ended = False
@@ -155,6 +157,8 @@ class OpenFlowSeam(Seam):
         return entry
 
     def _carry_out(self, command: commands.Command, entry: int | None) -> None:
+        if self._start_ns is not None:
+            self._note_change(command)
         match command:
             case commands.InstallEntry(switch, priority, fields):
                 self._install(switch, priority, dict(fields), entry)
@@ -215,6 +219,22 @@ class OpenFlowSeam(Seam):
                     f"the emulation cannot yet carry out {type(command).__name__} commands "
                     "(docs/emulation.md lists what it translates)"
                 )
+
+    def _note_change(self, command: commands.Command) -> None:
+        """Notes the switches whose forwarding `command` changes (`changed_switches`)."""
+        match command:
+            case (
+                commands.InstallEntry(switch)
+                | commands.ModifyEntry(switch)
+                | commands.DeleteEntry(switch)
+                | commands.SetSelectGroup(switch)
+                | commands.SetFailoverGroup(switch)
+                | commands.SetMeter(switch)
+            ):
+                self.changed_switches.add(switch)
+            case commands.SetLink(link) if link < len(self.network.link_ends):
+                ends = self.network.link_ends[link]
+                self.changed_switches |= {n for n, _ in ends if self.ports.kinds[n] == "switch"}
 
     def _to(self, switch: int, build: Callable) -> None:
         """Sends the message `build(datapath)` makes to `switch`, or keeps it until the
@@ -329,7 +349,8 @@ class OpenFlowSeam(Seam):
             self._add(switch, WATCH_TABLE, 0, parser.OFPMatch(), _ONWARD)
             for port in range(len(self.ports.neighbours[switch])):
                 number = ofport(port)
-                self._add(switch, EGRESS_TABLE, 0, parser.OFPMatch(reg0=number), _SEND)
+                out = _apply([parser.OFPActionOutput(number)])
+                self._add(switch, EGRESS_TABLE, 0, parser.OFPMatch(reg0=number), out)
                 hairpin = parser.OFPMatch(in_port=number, reg0=number)
                 self._add(switch, EGRESS_TABLE, HAIRPIN_PRIORITY, hairpin, back)
         for (switch, host), hops in sorted(next_hop_ports(self.ports).items()):
@@ -499,6 +520,8 @@ class OpenFlowSeam(Seam):
         if isinstance(msg, parser.OFPFlowRemoved):
             if msg.cookie == SYSTEM_COOKIE:
                 return []
+            if self._start_ns is not None:
+                self.changed_switches.add(node)
             entry = msg.cookie - 1
             # An entry matching a flow each way is two OpenFlow entries: it has left
             # when both have, with both's counters.
@@ -606,7 +629,7 @@ class OpenFlowSeam(Seam):
         return handed
 
     def entry_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
-        """The programs' entries (table 0, the table-miss entry left out)."""
+        """The programs' entries (table 1, the table-miss entry left out)."""
         switches = self._switches() if switch is None else [switch]
         stats = self._statistics(
             switches, lambda dp: parser.OFPFlowStatsRequest(dp, table_id=PROGRAM_TABLE)
@@ -644,7 +667,9 @@ class OpenFlowSeam(Seam):
             port = ofport(fields.pop("port"))
             if egress:
                 match = parser.OFPMatch(**fields, reg0=port)
-                self._add(switch, EGRESS_TABLE, 1, match, _SEND, value)
+                self._add(
+                    switch, EGRESS_TABLE, 1, match, _apply([parser.OFPActionOutput(port)]), value
+                )
             else:
                 match = parser.OFPMatch(**fields, in_port=port)
                 self._add(switch, WATCH_TABLE, 1, match, _ONWARD, value)
@@ -706,8 +731,6 @@ def _apply(actions: list) -> list:
 
 
 _ONWARD = [parser.OFPInstructionGotoTable(PROGRAM_TABLE)]
-_SEND = _apply([parser.NXActionOutputReg(ofs_nbits=PORT_REGISTER, src="reg0", max_len=0)])
-"""Out of the port register 0 names."""
 
 
 def _seconds(ps: int | None, name: str) -> int:
