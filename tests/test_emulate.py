@@ -154,6 +154,19 @@ def test_mptcp_runs_as_the_kernels_with_its_subflows_and_is_refused_where_it_can
         scope(spec, sim, off, rate_scale=1.0, ignore_delay_below_ps=0)
 
 
+def test_ecn_marking_and_aqm_are_refused_naming_the_qdisc_the_kernel_lacks():
+    with pytest.raises(ScenarioError, match="network.ecn_threshold: this kernel has no 'red'"):
+        _scope(scenario(network='ecn_threshold = "20pkts"'))
+    codel = scenario(network='aqm = { kind = "codel" }')
+    with pytest.raises(ScenarioError, match="network.aqm: this kernel has no 'codel' qdisc"):
+        _scope(codel)
+    # Where the kernel has the qdisc, the refusal says what is missing is the translation.
+    with pytest.raises(ScenarioError, match="does not translate codel to the kernel's 'codel'"):
+        _scope(codel, ALL_QDISCS | {"codel"})
+    # Drop-tail is what every port does anyway.
+    assert _scope(scenario(network='aqm = { kind = "drop_tail" }')).shapes
+
+
 def test_a_link_delay_needs_netem_unless_a_stated_bound_leaves_it_out():
     text = scenario(delay="50us")
     with pytest.raises(ScenarioError, match="no 'netem' qdisc"):

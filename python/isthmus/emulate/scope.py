@@ -15,6 +15,7 @@ from isthmus.emulate.traffic import KERNEL_CONGESTION_CONTROL, Datagrams
 from isthmus.scenario import (
     FlowList,
     Flows,
+    Network,
     PoissonFlows,
     Scenario,
     ScenarioError,
@@ -37,8 +38,6 @@ MAX_FLOWS = 20_000
 NOT_YET = {
     "host_scheduler": "a host NIC scheduler",
     "scheduler": "a switch scheduler",
-    "aqm": "an AQM",
-    "ecn_threshold": "ECN marking",
     "link_traces": "link traces",
     "port_queues": "per-port queueing",
     "shared_buffer": "a shared buffer",
@@ -88,6 +87,7 @@ def scope(
     """What the emulation runs of `spec` (built as `sim`), or a ScenarioError naming the
     first field it cannot carry out and what to do."""
     network = spec.network
+    _marking(network, capabilities)
     for key, what in NOT_YET.items():
         if getattr(network, key) not in (None, [], False):
             raise ScenarioError(f"network.{key}: the emulation does not carry out {what} yet")
@@ -129,6 +129,34 @@ def scope(
         rate_scale,
         ignore_delay_below_ps,
     )
+
+
+AQM_QDISC = {"red": "red", "ramp": "red", "step": "red", "codel": "codel", "pie": "pie"}
+"""The kernel qdisc that would carry out each AQM kind (a marker on the queue's length,
+ramp or step, as RED's)."""
+
+
+def _marking(network: Network, capabilities: Capabilities) -> None:
+    """Refuses an AQM or ECN marking by field: naming the qdisc this kernel lacks for
+    it, or, where the kernel has it, as not translated yet."""
+    asked = []
+    if network.ecn_threshold is not None:
+        asked.append(("network.ecn_threshold", "step"))
+    if network.aqm is not None and network.aqm.kind != "drop_tail":
+        asked.append(("network.aqm", network.aqm.kind))
+    for i, queue in enumerate(network.port_queues):
+        if queue.aqm is not None and queue.aqm.kind != "drop_tail":
+            asked.append((f"network.port_queues[{i}].aqm", queue.aqm.kind))
+    for field, kind in asked:
+        qdisc = AQM_QDISC[kind]
+        if qdisc not in capabilities.qdiscs:
+            raise ScenarioError(
+                f"{field}: this kernel has no '{qdisc}' qdisc to carry out {kind} (a "
+                "kernel with it would still need the translation, not built yet)"
+            )
+        raise ScenarioError(
+            f"{field}: the emulation does not translate {kind} to the kernel's '{qdisc}' qdisc yet"
+        )
 
 
 def _datagrams(spec: Scenario, sim: Simulation, rate_scale: float) -> dict[int, Datagrams]:

@@ -33,6 +33,7 @@ QDISC_PROBES = {
         "burst", "20", "probability", "0.1", "bandwidth", "1mbit", "ecn",
     ],
     "codel": ["codel"],
+    "pie": ["pie"],
     "fq_codel": ["fq_codel"],
     "fq": ["fq"],
 }  # fmt: skip
