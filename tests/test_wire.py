@@ -113,7 +113,12 @@ def test_tcp_settings_are_the_engines_and_cross_whole():
     flows = [np.array([0], dtype=dtype) for dtype in (np.uint32, np.uint32, np.uint64, np.uint64)]
     flows[1][0] = 3
     with pytest.raises(ValueError, match="tcp: mms: unknown field `mms`"):
-        sim._engine.add_tcp_flows(*flows, {"mms": 1460}, "tcp", 1)
+        sim._engine.add_tcp_flows(*flows, {"mms": 1460}, {"kind": "tcp"})
+    # A batch's transport crosses as one value tagged by kind, MPTCP's with its subflows.
+    with pytest.raises(ValueError, match="transport: kind: unknown variant `sctp`"):
+        sim._engine.add_tcp_flows(*flows, core, {"kind": "sctp"})
+    with pytest.raises(ValueError, match="transport: missing field `subflows`"):
+        sim._engine.add_tcp_flows(*flows, core, {"kind": "mptcp"})
 
 
 def test_a_bad_value_is_named_and_numpy_scalars_cross():

@@ -491,9 +491,10 @@ class Simulation:
         )
         if len({len(a) for a in arrays}) != 1:
             raise ValueError("src, dst, size and start must have the same length")
-        first = self._engine.add_tcp_flows(
-            *arrays, self._tcp_core, transport, self.tcp.mptcp_subflows
-        )
+        kind = {"kind": transport}
+        if transport == "mptcp":
+            kind["subflows"] = self.tcp.mptcp_subflows
+        first = self._engine.add_tcp_flows(*arrays, self._tcp_core, kind)
         return np.arange(first, first + len(src), dtype=np.uint32)
 
     def add_bulk_flow(
@@ -511,15 +512,12 @@ class Simulation:
         write arrives; its size is known once its time is up. Returns its id."""
         _stream_transport(transport, "a bulk flow's")
         src, dst = self._host(src, "src"), self._host(dst, "dst")
-        return self._engine.add_timed_tcp_flow(
-            src,
-            dst,
-            arguments.duration(start, "start"),
-            arguments.duration(duration, "duration"),
-            arguments.size(write_size, "write_size"),
-            self._tcp_core,
-            transport,
-        )
+        spec = {
+            "start": arguments.duration(start, "start"),
+            "duration": arguments.duration(duration, "duration"),
+            "write_size": arguments.size(write_size, "write_size"),
+        }
+        return self._engine.add_timed_tcp_flow(src, dst, spec, self._tcp_core, transport)
 
     def add_dcqcn_flow(
         self,
@@ -572,17 +570,17 @@ class Simulation:
         rates = {int(self.topology.access_rates()[s]) for s in senders}
         if transport == "dcqcn" and len(rates) > 1:
             raise ValueError("dcqcn incast senders must share one access-link rate")
-        return self._engine.add_incast_rounds(
-            receiver,
-            senders,
-            arguments.size(size, "size"),
-            whole(rounds, "rounds", 1, U32),
-            arguments.duration(gap, "gap"),
-            arguments.duration(start, "start"),
-            transport,
-            self._tcp_core,
-            max(rates, default=1),
-        )
+        spec = {
+            "receiver": receiver,
+            "senders": senders,
+            "size": arguments.size(size, "size"),
+            "rounds": whole(rounds, "rounds", 1, U32),
+            "gap": arguments.duration(gap, "gap"),
+            "start": arguments.duration(start, "start"),
+            "transport": transport,
+            "line_rate": max(rates, default=1),
+        }
+        return self._engine.add_incast_rounds(spec, self._tcp_core)
 
     def incast_rounds(self) -> dict[str, np.ndarray]:
         """Every incast round: job, round, start_ps, finish_ps (-1 while running)."""
@@ -658,16 +656,13 @@ class Simulation:
                 f"sizes and thinks need one entry per message: {len(sizes_arr)} sizes, "
                 f"{len(thinks_arr)} think times"
             )
-        return self._engine.add_message_flow(
-            src,
-            dst,
-            sizes_arr.tolist(),
-            thinks_arr.tolist(),
-            arguments.duration(start, "start"),
-            _stop(stop),
-            self._tcp_core,
-            transport,
-        )
+        spec = {
+            "sizes": sizes_arr.tolist(),
+            "thinks": thinks_arr.tolist(),
+            "start": arguments.duration(start, "start"),
+            "stop": _stop(stop),
+        }
+        return self._engine.add_message_flow(src, dst, spec, self._tcp_core, transport)
 
     def messages(self) -> dict[str, np.ndarray]:
         """Every message of every message flow: flow, index, size, start_ps, finish_ps

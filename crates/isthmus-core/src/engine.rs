@@ -286,6 +286,28 @@ pub struct UdpFlowSpec {
     pub stop: Time,
 }
 
+/// An iperf-like TCP source's sending (crosses into the engine as one value): from
+/// `start`, for `duration`, in `write_size`-byte application writes.
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimedFlowSpec {
+    pub start: Time,
+    pub duration: Time,
+    pub write_size: u64,
+}
+
+/// A persistent TCP connection's messages (crosses into the engine as one value):
+/// message i of `sizes[i]` bytes, the next one `thinks[i]` after it reached the
+/// receiver, the first at `start`, none at or after `stop`.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageFlowSpec {
+    pub sizes: Vec<u64>,
+    pub thinks: Vec<Time>,
+    pub start: Time,
+    pub stop: Time,
+}
+
 /// A packet's whereabouts at an instant, for audits: in a queue or on a wire.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct InFlight {
@@ -526,19 +548,21 @@ impl Engine {
         }
     }
 
-    /// Adds an iperf-like TCP (or DCTCP) source: from `start` it sends as fast as TCP
-    /// allows for `duration`, in `write_size`-byte application writes, and finishes when
-    /// the last write has arrived. Its size is set when its time is up.
-    #[allow(clippy::too_many_arguments)]
+    /// Adds an iperf-like TCP (or DCTCP) source: from `spec.start` it sends as fast as
+    /// TCP allows for `spec.duration`, in `spec.write_size`-byte application writes, and
+    /// finishes when the last write has arrived. Its size is set when its time is up.
     pub fn add_timed_tcp_flow(
         &mut self,
         src: u32,
         dst: u32,
-        start: Time,
-        duration: Time,
-        write_size: u64,
+        spec: TimedFlowSpec,
         config: &TcpConfig,
     ) -> Result<u32, String> {
+        let TimedFlowSpec {
+            start,
+            duration,
+            write_size,
+        } = spec;
         if duration == 0 {
             return Err("duration must be positive".into());
         }
@@ -552,21 +576,22 @@ impl Engine {
         Ok(id)
     }
 
-    /// Adds a persistent TCP (or DCTCP, CUBIC) connection whose application writes
-    /// messages of `sizes` bytes in turn: the first at `start`, each next one `thinks[i]`
-    /// after message i reached the receiver, none at or after `stop`; the connection
-    /// closes after the last. Returns its flow id; `message_records` has every message.
-    #[allow(clippy::too_many_arguments)]
+    /// Adds a persistent TCP (or DCTCP, CUBIC) connection whose application writes the
+    /// messages of `spec` in turn; the connection closes after the last. Returns its
+    /// flow id; `message_records` has every message.
     pub fn add_message_flow(
         &mut self,
         src: u32,
         dst: u32,
-        sizes: Vec<u64>,
-        thinks: Vec<Time>,
-        start: Time,
-        stop: Time,
+        spec: MessageFlowSpec,
         config: &TcpConfig,
     ) -> Result<u32, String> {
+        let MessageFlowSpec {
+            sizes,
+            thinks,
+            start,
+            stop,
+        } = spec;
         if stop <= start {
             return Err(format!(
                 "stop ({stop} ps) must come after start ({start} ps)"

@@ -22,7 +22,7 @@ pub mod transport;
 pub mod units;
 pub mod workload;
 
-pub use engine::{Engine, EngineConfig, UdpFlowSpec};
+pub use engine::{Engine, EngineConfig, MessageFlowSpec, TimedFlowSpec, UdpFlowSpec};
 pub use routing::RoutingPolicy;
 pub use topology::{LinkSpec, NodeKind, Topology};
 pub use transport::tcp::{Dctcp, TcpConfig};

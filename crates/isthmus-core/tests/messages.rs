@@ -5,9 +5,20 @@
 use isthmus_core::queue::QueueConfig;
 use isthmus_core::transport::bcn::{BcnPointConfig, BcnSourceConfig};
 use isthmus_core::units::{MS, SEC, US};
-use isthmus_core::{Engine, EngineConfig, Limit, LinkSpec, NodeKind, TcpConfig, Topology};
+use isthmus_core::{
+    Engine, EngineConfig, Limit, LinkSpec, MessageFlowSpec, NodeKind, TcpConfig, Topology,
+};
 
 const G: u64 = 1_000_000_000;
+
+fn messages(sizes: Vec<u64>, thinks: Vec<u64>, start: u64, stop: u64) -> MessageFlowSpec {
+    MessageFlowSpec {
+        sizes,
+        thinks,
+        start,
+        stop,
+    }
+}
 
 /// `senders` hosts on a switch, each at `access`, sending to `rx` behind a 1 Gb/s link.
 fn star(senders: usize, access: u64, delay: u64) -> Topology {
@@ -33,7 +44,7 @@ fn messages_follow_each_completion_by_their_think_time_and_keep_the_window() {
     let sizes = vec![200_000u64; 4];
     let thinks = vec![50 * MS; 4];
     let id = e
-        .add_message_flow(0, 1, sizes.clone(), thinks, 0, SEC, &tcp)
+        .add_message_flow(0, 1, messages(sizes.clone(), thinks, 0, SEC), &tcp)
         .unwrap();
     assert!(e.run_until_flows_finish(2 * SEC), "the connection closed");
     let messages: Vec<_> = e.message_records().map(|(f, i, m)| (f, i, *m)).collect();
@@ -78,10 +89,7 @@ fn no_message_is_written_after_the_stop_time() {
         .add_message_flow(
             0,
             1,
-            vec![10_000; 100],
-            vec![MS; 100],
-            0,
-            10 * MS,
+            messages(vec![10_000; 100], vec![MS; 100], 0, 10 * MS),
             &TcpConfig::default(),
         )
         .unwrap();
@@ -96,7 +104,12 @@ fn no_message_is_written_after_the_stop_time() {
     let r = e.flow_record(id).unwrap();
     assert_eq!(r.bytes_delivered, 10_000 * starts.len() as u64);
     assert!(e
-        .add_message_flow(0, 1, vec![1], vec![], 0, MS, &TcpConfig::default())
+        .add_message_flow(
+            0,
+            1,
+            messages(vec![1], vec![], 0, MS),
+            &TcpConfig::default()
+        )
         .is_err());
 }
 
@@ -126,10 +139,7 @@ fn transactions(regulated: bool) -> (usize, u64, u64, [u64; 3]) {
             .add_message_flow(
                 i,
                 sources as u32,
-                vec![10_000; 10_000],
-                vec![100 * US; 10_000],
-                0,
-                200 * MS,
+                messages(vec![10_000; 10_000], vec![100 * US; 10_000], 0, 200 * MS),
                 &tcp,
             )
             .unwrap();

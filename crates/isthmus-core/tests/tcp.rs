@@ -2,7 +2,9 @@
 
 use isthmus_core::queue::QueueConfig;
 use isthmus_core::units::{serialization_time, MS, SEC, US};
-use isthmus_core::{Dctcp, Engine, EngineConfig, Limit, LinkSpec, NodeKind, TcpConfig, Topology};
+use isthmus_core::{
+    Dctcp, Engine, EngineConfig, Limit, LinkSpec, NodeKind, TcpConfig, TimedFlowSpec, Topology,
+};
 
 const G: u64 = 1_000_000_000;
 
@@ -269,7 +271,12 @@ fn a_timed_source_sends_at_line_rate_until_its_deadline_then_ends_on_a_write_bou
         1,
     );
     let write = 128 * 1024;
-    e.add_timed_tcp_flow(0, 1, MS, 20 * MS, write, &TcpConfig::default())
+    let spec = TimedFlowSpec {
+        start: MS,
+        duration: 20 * MS,
+        write_size: write,
+    };
+    e.add_timed_tcp_flow(0, 1, spec, &TcpConfig::default())
         .unwrap();
     assert!(e.run_until_flows_finish(SEC));
     let f = e.flows().next().unwrap();

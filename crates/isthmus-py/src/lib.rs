@@ -11,7 +11,10 @@ use isthmus_core::units::{self, Limit};
 use isthmus_core::workload::{
     ArrivalProcess, FlowWorkload, LogNormal, Pattern, SizeCdf, PATTERN_STREAM,
 };
-use isthmus_core::{Dctcp, EngineConfig, LinkSpec, NodeKind, TcpConfig, Time, UdpFlowSpec};
+use isthmus_core::{
+    Dctcp, EngineConfig, LinkSpec, MessageFlowSpec, NodeKind, TcpConfig, Time, TimedFlowSpec,
+    UdpFlowSpec,
+};
 use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -114,6 +117,44 @@ fn tcp_defaults() -> PyResult<String> {
 /// `TcpConfig` dict, see `wire`).
 fn tcp_config(tcp: &Bound<'_, PyAny>, transport: &str) -> PyResult<TcpConfig> {
     Ok(wire::from_py::<TcpConfig>("tcp", tcp)?.for_transport(transport))
+}
+
+/// The transport of a batch of TCP-family flows, as it crosses from Python.
+#[derive(serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum StreamTransport {
+    Tcp,
+    Dctcp,
+    Cubic,
+    Mptcp { subflows: u8 },
+}
+
+impl StreamTransport {
+    fn name(&self) -> &'static str {
+        match self {
+            StreamTransport::Tcp => "tcp",
+            StreamTransport::Dctcp => "dctcp",
+            StreamTransport::Cubic => "cubic",
+            StreamTransport::Mptcp { .. } => "mptcp",
+        }
+    }
+}
+
+/// Barrier-synchronized incast rounds, as they cross from Python: every round each
+/// sender sends `size` bytes to `receiver` over `transport` ("tcp", "dctcp", "cubic",
+/// or "dcqcn" starting at `line_rate`); the first round at `start`, each next one `gap`
+/// after the previous one's last byte arrived.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IncastSpec {
+    receiver: u32,
+    senders: Vec<u32>,
+    size: u64,
+    rounds: u32,
+    gap: u64,
+    start: u64,
+    transport: String,
+    line_rate: u64,
 }
 
 /// The engine's defaults, serialised: its network-wide configuration (`engine`), the
@@ -615,10 +656,9 @@ impl Engine {
         self.inner.add_udp_flow(src, dst, spec).map_err(value_error)
     }
 
-    /// Adds flows of `transport` ("tcp", "dctcp", or "mptcp" with `subflows` subflows each),
-    /// one per element of the equal-length arrays; returns the id of the first (the
-    /// others follow in order).
-    #[allow(clippy::too_many_arguments)]
+    /// Adds flows of `transport` (a `StreamTransport`: tcp, dctcp, cubic, or mptcp with
+    /// its subflows), one per element of the equal-length arrays; returns the id of the
+    /// first (the others follow in order).
     fn add_tcp_flows(
         &mut self,
         src: PyReadonlyArray1<'_, u32>,
@@ -626,8 +666,7 @@ impl Engine {
         size: PyReadonlyArray1<'_, u64>,
         start: PyReadonlyArray1<'_, u64>,
         tcp: &Bound<'_, PyAny>,
-        transport: &str,
-        subflows: u8,
+        transport: &Bound<'_, PyAny>,
     ) -> PyResult<u32> {
         let flows = FlowArrays {
             src,
@@ -635,70 +674,45 @@ impl Engine {
             size,
             start,
         };
-        let config = tcp_config(tcp, transport)?;
+        let transport: StreamTransport = wire::from_py("transport", transport)?;
+        let config = tcp_config(tcp, transport.name())?;
         match transport {
-            "tcp" | "dctcp" | "cubic" => {
-                self.add_each(flows, |e, s, d, n, t| e.add_tcp_flow(s, d, n, t, &config))
-            }
-            "mptcp" => self.add_each(flows, |e, s, d, n, t| {
+            StreamTransport::Mptcp { subflows } => self.add_each(flows, |e, s, d, n, t| {
                 e.add_mptcp_flow(s, d, n, t, subflows, &config)
             }),
-            other => Err(value_error(format!(
-                "transport must be tcp, dctcp, cubic or mptcp, got {other:?}"
-            ))),
+            _ => self.add_each(flows, |e, s, d, n, t| e.add_tcp_flow(s, d, n, t, &config)),
         }
     }
 
-    /// Adds an iperf-like TCP (tcp, dctcp or cubic) source that sends for `duration` in
-    /// `write_size`-byte writes; returns its flow id.
-    #[allow(clippy::too_many_arguments)]
+    /// Adds an iperf-like TCP (tcp, dctcp or cubic) source (`spec`: a `TimedFlowSpec`);
+    /// returns its flow id.
     fn add_timed_tcp_flow(
         &mut self,
         src: u32,
         dst: u32,
-        start: u64,
-        duration: u64,
-        write_size: u64,
+        spec: &Bound<'_, PyAny>,
         tcp: &Bound<'_, PyAny>,
         transport: &str,
     ) -> PyResult<u32> {
+        let spec: TimedFlowSpec = wire::from_py("bulk flow", spec)?;
         self.inner
-            .add_timed_tcp_flow(
-                src,
-                dst,
-                start,
-                duration,
-                write_size,
-                &tcp_config(tcp, transport)?,
-            )
+            .add_timed_tcp_flow(src, dst, spec, &tcp_config(tcp, transport)?)
             .map_err(value_error)
     }
 
-    /// Adds a persistent TCP (tcp, dctcp or cubic) connection that writes messages of
-    /// `sizes` bytes in turn, message i followed by `thinks[i]` ps after it completes,
-    /// none at or after `stop`; returns its flow id.
-    #[allow(clippy::too_many_arguments)]
+    /// Adds a persistent TCP (tcp, dctcp or cubic) connection writing the messages of
+    /// `spec` (a `MessageFlowSpec`) in turn; returns its flow id.
     fn add_message_flow(
         &mut self,
         src: u32,
         dst: u32,
-        sizes: Vec<u64>,
-        thinks: Vec<u64>,
-        start: u64,
-        stop: u64,
+        spec: &Bound<'_, PyAny>,
         tcp: &Bound<'_, PyAny>,
         transport: &str,
     ) -> PyResult<u32> {
+        let spec: MessageFlowSpec = wire::from_py("message flow", spec)?;
         self.inner
-            .add_message_flow(
-                src,
-                dst,
-                sizes,
-                thinks,
-                start,
-                stop,
-                &tcp_config(tcp, transport)?,
-            )
+            .add_message_flow(src, dst, spec, &tcp_config(tcp, transport)?)
             .map_err(value_error)
     }
 
@@ -773,27 +787,18 @@ impl Engine {
         )
     }
 
-    /// Adds barrier-synchronized incast rounds: every round each sender sends `size`
-    /// bytes to `receiver` over `transport` ("tcp", "dctcp", or "dcqcn" starting at
-    /// `line_rate`); a round starts `gap` after the previous one's last byte arrived.
-    /// Returns the job's id.
-    #[allow(clippy::too_many_arguments)]
+    /// Adds barrier-synchronized incast rounds (`spec`: an `IncastSpec`; its TCP
+    /// responses run `tcp`); returns the job's id.
     fn add_incast_rounds(
         &mut self,
-        receiver: u32,
-        senders: Vec<u32>,
-        size: u64,
-        rounds: u32,
-        gap: u64,
-        start: u64,
-        transport: &str,
+        spec: &Bound<'_, PyAny>,
         tcp: &Bound<'_, PyAny>,
-        line_rate: u64,
     ) -> PyResult<u32> {
-        let transport = match transport {
-            "tcp" | "dctcp" | "cubic" => RoundTransport::Tcp(tcp_config(tcp, transport)?),
+        let spec: IncastSpec = wire::from_py("incast", spec)?;
+        let transport = match spec.transport.as_str() {
+            "tcp" | "dctcp" | "cubic" => RoundTransport::Tcp(tcp_config(tcp, &spec.transport)?),
             "dcqcn" => RoundTransport::Dcqcn(isthmus_core::transport::dcqcn::DcqcnConfig::paper(
-                line_rate,
+                spec.line_rate,
             )),
             other => {
                 return Err(value_error(format!(
@@ -802,15 +807,15 @@ impl Engine {
             }
         };
         let job = IncastRounds {
-            receiver,
-            senders,
-            size,
-            rounds,
-            gap,
+            receiver: spec.receiver,
+            senders: spec.senders,
+            size: spec.size,
+            rounds: spec.rounds,
+            gap: spec.gap,
             transport,
         };
         self.inner
-            .add_incast_rounds(job, start)
+            .add_incast_rounds(job, spec.start)
             .map_err(value_error)
     }
 
