@@ -52,6 +52,7 @@ def scenario(
     duration: str = "20s",
     traffic: str | None = None,
     queue: str = "100pkts",
+    transport: str = "cubic",
 ) -> str:
     """Two leaves, two spines (a loop for floods), two hosts per leaf; every host sends
     one flow to another (a permutation)."""
@@ -64,7 +65,7 @@ pattern = "permutation"
 arrivals = {{ kind = "batch" }}
 sizes = {{ min = "{size}", max = "{size}" }}
 stop = "1ms"
-transport = "cubic"
+transport = "{transport}"
 """
     )
     return f"""
@@ -126,28 +127,19 @@ def test_an_app_the_emulation_cannot_run_is_refused_with_the_reason(app, why):
         _scope(scenario(control=control))
 
 
-MPTCP_TRAFFIC = """
-[[traffic]]
-kind = "flows"
-pattern = "permutation"
-arrivals = { kind = "batch" }
-sizes = { min = "2MB", max = "2MB" }
-stop = "1ms"
-transport = "mptcp"
-"""
-
-
 def test_mptcp_runs_as_the_kernels_with_its_subflows_and_is_refused_where_it_cannot():
-    plan = _scope(scenario(traffic=MPTCP_TRAFFIC) + "[tcp]\nmptcp_subflows = 4\n")
+    plan = _scope(scenario(size="2MB", transport="mptcp") + "[tcp]\nmptcp_subflows = 4\n")
     # The engine's subflows are NewReno: the kernel's reno, one per subflow.
     assert (plan.mptcp_subflows, plan.congestion_control) == (4, "reno")
     with pytest.raises(ScenarioError, match="at most 9 in all, not 12"):
-        _scope(scenario(traffic=MPTCP_TRAFFIC) + "[tcp]\nmptcp_subflows = 12\n")
+        _scope(scenario(size="2MB", transport="mptcp") + "[tcp]\nmptcp_subflows = 12\n")
     with pytest.raises(ScenarioError, match="^control: MPTCP"):
-        _scope(scenario(traffic=MPTCP_TRAFFIC, control='[control]\napps = [{ name = "ecmp" }]'))
+        _scope(
+            scenario(size="2MB", transport="mptcp", control='[control]\napps = [{ name = "ecmp" }]')
+        )
     with pytest.raises(ScenarioError, match="tcp.min_rto"):
-        _scope(scenario(traffic=MPTCP_TRAFFIC) + '[tcp]\nmin_rto = "1ms"\n')
-    spec = parse_scenario(scenario(traffic=MPTCP_TRAFFIC))
+        _scope(scenario(size="2MB", transport="mptcp") + '[tcp]\nmin_rto = "1ms"\n')
+    spec = parse_scenario(scenario(size="2MB", transport="mptcp"))
     sim = spec.build()
     off = Capabilities(ALL_QDISCS, frozenset({"reno"}), mptcp=False)
     with pytest.raises(ScenarioError, match="net.mptcp.enabled"):
@@ -827,7 +819,7 @@ transport = "cubic"
 @needs_machine
 def test_mptcp_connections_open_their_subflows_and_deliver_every_byte():
     spec = parse_scenario(
-        scenario(rate="20Mbps", traffic=MPTCP_TRAFFIC) + "[tcp]\nmptcp_subflows = 4\n"
+        scenario(rate="20Mbps", size="2MB", transport="mptcp") + "[tcp]\nmptcp_subflows = 4\n"
     )
     run = emulate(spec)
     flows = run.flows
