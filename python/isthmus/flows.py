@@ -146,14 +146,12 @@ def generate_flows(
     """The flows as columns src, dst, size_bytes, start_ps, in start order. `stream`
     separates workloads of one run (scenario traffic blocks use their index)."""
     dist = sizes.distribution() if isinstance(sizes, SizeRange) else size_distribution(sizes, base)
-    return _core.flow_workload(
-        topology._core,
-        dist.text,
-        dist.unit_bytes,
-        _pattern_spec(pattern),
-        _arrivals_spec(arrivals),
-        units.time_ps(start),
-        units.time_ps(stop),
-        seed,
-        stream,
-    )
+    spec = {
+        "pattern": _pattern_spec(pattern),
+        "arrivals": _arrivals_spec(arrivals),
+        "cdf_text": dist.text,
+        "unit_bytes": dist.unit_bytes,
+        "start": units.time_ps(start),
+        "stop": units.time_ps(stop),
+    }
+    return _core.flow_workload(topology._core, spec, seed, stream)

@@ -8,9 +8,7 @@ use isthmus_core::topology::builders;
 use isthmus_core::transport::bcn::BcnSourceConfig;
 use isthmus_core::transport::dcqcn::DcqcnConfig;
 use isthmus_core::units::{self, Limit};
-use isthmus_core::workload::{
-    ArrivalProcess, FlowWorkload, LogNormal, Pattern, SizeCdf, PATTERN_STREAM,
-};
+use isthmus_core::workload::{ArrivalProcess, FlowWorkload, Pattern, SizeCdf, PATTERN_STREAM};
 use isthmus_core::{
     Dctcp, EngineConfig, LinkSpec, MessageFlowSpec, NodeKind, TcpConfig, Time, TimedFlowSpec,
     UdpFlowSpec,
@@ -209,67 +207,6 @@ fn sample_sizes<'py>(
     ))
 }
 
-fn item<'py, T: FromPyObjectOwned<'py>>(spec: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
-    spec.get_item(key)?
-        .ok_or_else(|| value_error(format!("missing field '{key}'")))?
-        .extract::<T>()
-        .map_err(|_| {
-            value_error(format!(
-                "field '{key}' must be a {}",
-                std::any::type_name::<T>()
-            ))
-        })
-}
-
-/// A pattern from {"kind": ..., fields}: random, other_racks, all_to_all, permutation,
-/// stride (stride), incast (receiver, senders), one_to_many (sender, receivers).
-fn pattern_of(spec: &Bound<'_, PyDict>) -> PyResult<Pattern> {
-    let kind: String = item(spec, "kind")?;
-    Ok(match kind.as_str() {
-        "random" => Pattern::Random,
-        "other_racks" => Pattern::OtherRacks,
-        "all_to_all" => Pattern::AllToAll,
-        "permutation" => Pattern::Permutation,
-        "stride" => Pattern::Stride(item(spec, "stride")?),
-        "incast" => Pattern::Incast {
-            receiver: item(spec, "receiver")?,
-            senders: item(spec, "senders")?,
-        },
-        "one_to_many" => Pattern::OneToMany {
-            sender: item(spec, "sender")?,
-            receivers: item(spec, "receivers")?,
-        },
-        other => return Err(value_error(format!("unknown pattern kind '{other}'"))),
-    })
-}
-
-/// An arrival process from {"kind": ..., fields}, times in ps: poisson (load), profile
-/// (flows_per_second), on_off (on, off, gap: (mean_ps, sigma) each), batch (count).
-fn arrivals_of(spec: &Bound<'_, PyDict>) -> PyResult<ArrivalProcess> {
-    let kind: String = item(spec, "kind")?;
-    let log_normal = |key: &str| -> PyResult<LogNormal> {
-        let (mean, sigma): (u64, f64) = item(spec, key)?;
-        Ok(LogNormal { mean, sigma })
-    };
-    Ok(match kind.as_str() {
-        "poisson" => ArrivalProcess::Poisson {
-            load: item(spec, "load")?,
-        },
-        "profile" => ArrivalProcess::Profile {
-            flows_per_second: item(spec, "flows_per_second")?,
-        },
-        "on_off" => ArrivalProcess::OnOff {
-            on: log_normal("on")?,
-            off: log_normal("off")?,
-            gap: log_normal("gap")?,
-        },
-        "batch" => ArrivalProcess::Batch {
-            count: item(spec, "count")?,
-        },
-        other => return Err(value_error(format!("unknown arrivals kind '{other}'"))),
-    })
-}
-
 /// The first workload stream of traffic block `block`: each block owns 2^32 streams.
 fn block_streams(block: u64) -> u64 {
     block << 32
@@ -280,11 +217,12 @@ fn block_streams(block: u64) -> u64 {
 #[pyfunction]
 fn pattern_senders(
     topology: &Topology,
-    pattern: &Bound<'_, PyDict>,
+    pattern: &Bound<'_, PyAny>,
     seed: u64,
     stream: u64,
 ) -> PyResult<Vec<u32>> {
-    let destinations = pattern_of(pattern)?
+    let pattern: Pattern = wire::from_py("pattern", pattern)?;
+    let destinations = pattern
         .destinations(
             &topology.inner,
             seed,
@@ -294,28 +232,37 @@ fn pattern_senders(
     Ok(destinations.senders().collect())
 }
 
-/// Flows on `topology` following `pattern` and `arrivals` (dicts, see `pattern_of` and
-/// `arrivals_of`) in [start, stop): columns src, dst, size_bytes, start_ps.
-#[allow(clippy::too_many_arguments)]
+/// A flow workload as it crosses from Python: who sends to whom, how flows arrive
+/// (times in ps), their sizes' CDF ("size probability" lines, sizes times
+/// `unit_bytes`), and the window [start, stop).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadSpec {
+    pattern: Pattern,
+    arrivals: ArrivalProcess,
+    cdf_text: String,
+    unit_bytes: f64,
+    start: Time,
+    stop: Time,
+}
+
+/// Flows on `topology` following `spec` (a `WorkloadSpec`) from workload stream
+/// `stream` of run `seed`: columns src, dst, size_bytes, start_ps.
 #[pyfunction]
 fn flow_workload<'py>(
     py: Python<'py>,
     topology: &Topology,
-    cdf_text: &str,
-    unit_bytes: f64,
-    pattern: &Bound<'py, PyDict>,
-    arrivals: &Bound<'py, PyDict>,
-    start: u64,
-    stop: u64,
+    spec: &Bound<'py, PyAny>,
     seed: u64,
     stream: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let spec: WorkloadSpec = wire::from_py("workload", spec)?;
     let workload = FlowWorkload {
-        pattern: pattern_of(pattern)?,
-        arrivals: arrivals_of(arrivals)?,
-        sizes: SizeCdf::parse(cdf_text, unit_bytes).map_err(value_error)?,
-        start,
-        stop,
+        pattern: spec.pattern,
+        arrivals: spec.arrivals,
+        sizes: SizeCdf::parse(&spec.cdf_text, spec.unit_bytes).map_err(value_error)?,
+        start: spec.start,
+        stop: spec.stop,
     };
     let flows = workload
         .generate(&topology.inner, seed, block_streams(stream))

@@ -5,7 +5,9 @@ use crate::units::{Rate, Time, SEC};
 
 /// A log-normal duration given by its mean and shape (the standard deviation of its
 /// logarithm), the form Benson et al. (IMC 2010) fit to datacenter edge traffic.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Crosses as (mean, sigma) or {mean, sigma}.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LogNormal {
     pub mean: Time,
     pub sigma: f64,
@@ -17,7 +19,9 @@ impl LogNormal {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// How flows arrive; crosses as one value tagged by `kind` (times in ps).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ArrivalProcess {
     /// Poisson at `load` of each sender's access link, given the mean flow size.
     Poisson { load: f64 },

@@ -8,7 +8,9 @@ use crate::topology::Topology;
 /// Patterns that list every host's possible destinations hold at most this many.
 pub const MAX_DESTINATION_PAIRS: u128 = 50_000_000;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Who sends to whom; crosses as one value tagged by `kind`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Pattern {
     /// Every host sends; each flow to a uniformly random other host.
     Random,
@@ -19,7 +21,7 @@ pub enum Pattern {
     /// Every host sends to one other and receives from one (a random derangement).
     Permutation,
     /// Host h sends to host (h + stride) mod n.
-    Stride(u32),
+    Stride { stride: u32 },
     /// `senders` random hosts send to `receiver` (N-to-1).
     Incast { receiver: u32, senders: u32 },
     /// `sender` sends to `receivers` random other hosts (1-to-N).
@@ -141,7 +143,7 @@ impl Pattern {
                     per_host[h] = vec![d];
                 }
             }
-            Pattern::Stride(stride) => {
+            Pattern::Stride { stride } => {
                 if stride % n == 0 {
                     return Err(format!(
                         "stride must not be a multiple of the host count {n} (host h would send to itself), got {stride}"
@@ -195,7 +197,7 @@ mod tests {
             (0..16).collect::<Vec<_>>(),
             "each host receives once"
         );
-        let stride = d(Pattern::Stride(4));
+        let stride = d(Pattern::Stride { stride: 4 });
         assert!(stride
             .per_host
             .iter()
@@ -239,7 +241,7 @@ mod tests {
     fn impossible_patterns_are_named() {
         let topo = fabric();
         let err = |p: Pattern| p.destinations(&topo, 1, 0).unwrap_err();
-        assert!(err(Pattern::Stride(16)).contains("stride"));
+        assert!(err(Pattern::Stride { stride: 16 }).contains("stride"));
         assert!(err(Pattern::Incast {
             receiver: 16,
             senders: 2
