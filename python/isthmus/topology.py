@@ -68,8 +68,15 @@ class Topology:
         # links and ports per leaf: it refuses a network too large to build before the
         # edge list below is made.
         with _naming("leaf_spine", {**counts, "links_per_pair": links_per_pair}):
-            single = _core.Topology.leaf_spine(
-                spines * links_per_pair, leaves, hosts_per_leaf, host, fabric
+            single = _core.Topology.build(
+                {
+                    "kind": "leaf_spine",
+                    "spines": spines * links_per_pair,
+                    "leaves": leaves,
+                    "hosts_per_leaf": hosts_per_leaf,
+                    "host_link": host,
+                    "fabric_link": fabric,
+                }
             )
         if links_per_pair == 1:
             return cls(single)
@@ -86,10 +93,7 @@ class Topology:
 
     @classmethod
     def fat_tree(cls, k: int, host_link: Link = Link(), fabric_link: Link = Link()) -> Topology:
-        counts = _counts(k=k)
-        links = _links(host_link=host_link, fabric_link=fabric_link)
-        with _naming("fat_tree", counts):
-            return cls(_core.Topology.fat_tree(*counts.values(), *links))
+        return cls(_built("fat_tree", _counts(k=k), host_link=host_link, fabric_link=fabric_link))
 
     @classmethod
     def three_tier(
@@ -103,11 +107,8 @@ class Topology:
         core_link: Link | None = None,
     ) -> Topology:
         counts = _counts(cores=cores, aggs=aggs, edges=edges, hosts_per_edge=hosts_per_edge)
-        links = _links(
-            host_link=host_link, fabric_link=fabric_link, core_link=core_link or fabric_link
-        )
-        with _naming("three_tier", counts):
-            return cls(_core.Topology.three_tier(*counts.values(), *links))
+        links = {"host_link": host_link, "fabric_link": fabric_link}
+        return cls(_built("three_tier", counts, **links, core_link=core_link or fabric_link))
 
     @classmethod
     def vl2(
@@ -119,9 +120,7 @@ class Topology:
         fabric_link: Link = Link(),
     ) -> Topology:
         counts = _counts(d_a=d_a, d_i=d_i, hosts_per_tor=hosts_per_tor)
-        links = _links(host_link=host_link, fabric_link=fabric_link)
-        with _naming("vl2", counts):
-            return cls(_core.Topology.vl2(*counts.values(), *links))
+        return cls(_built("vl2", counts, host_link=host_link, fabric_link=fabric_link))
 
     @classmethod
     def ring(
@@ -133,9 +132,7 @@ class Topology:
     ) -> Topology:
         """`switches` switches in a cycle, each with `hosts_per_switch` hosts."""
         counts = _counts(switches=switches, hosts_per_switch=hosts_per_switch)
-        links = _links(host_link=host_link, fabric_link=fabric_link)
-        with _naming("ring", counts):
-            return cls(_core.Topology.ring(*counts.values(), *links))
+        return cls(_built("ring", counts, host_link=host_link, fabric_link=fabric_link))
 
     @classmethod
     def mesh(
@@ -147,9 +144,7 @@ class Topology:
     ) -> Topology:
         """`switches` switches, every pair linked, each with `hosts_per_switch` hosts."""
         counts = _counts(switches=switches, hosts_per_switch=hosts_per_switch)
-        links = _links(host_link=host_link, fabric_link=fabric_link)
-        with _naming("mesh", counts):
-            return cls(_core.Topology.mesh(*counts.values(), *links))
+        return cls(_built("mesh", counts, host_link=host_link, fabric_link=fabric_link))
 
     @classmethod
     def custom(
@@ -223,6 +218,14 @@ def _counts(**counts: object) -> dict[str, int]:
     """A builder's counts, each a whole number of at least 1 (the engine holds 32 bits;
     it refuses what it cannot build, saying why)."""
     return {name: whole(value, name, 1, U32) for name, value in counts.items()}
+
+
+def _built(kind: str, counts: dict[str, int], **links: object) -> _core.Topology:
+    """The engine's builder `kind` with `counts` and `links`, as one value (the engine's
+    `TopologySpec`)."""
+    spec = {"kind": kind, **counts, **dict(zip(links, _links(**links), strict=True))}
+    with _naming(kind, counts):
+        return _core.Topology.build(spec)
 
 
 @contextmanager

@@ -295,7 +295,7 @@ fn format_time(ps: u64) -> String {
     units::format_time(ps)
 }
 
-fn spec((rate, delay): (u64, Time)) -> LinkSpec {
+fn link_spec((rate, delay): (u64, Time)) -> LinkSpec {
     LinkSpec { rate, delay }
 }
 
@@ -330,33 +330,24 @@ fn built(
     result.map(|inner| Topology { inner }).map_err(value_error)
 }
 
-#[pymethods]
-impl Topology {
-    #[staticmethod]
-    fn leaf_spine(
+/// A network built by one of the engine's builders, as it crosses from Python: tagged
+/// by `kind`, with the builder's counts and links (rate in bit/s, delay in ps).
+#[derive(serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum TopologySpec {
+    LeafSpine {
         spines: usize,
         leaves: usize,
         hosts_per_leaf: usize,
         host_link: LinkArg,
         fabric_link: LinkArg,
-    ) -> PyResult<Self> {
-        built(builders::leaf_spine(
-            spines,
-            leaves,
-            hosts_per_leaf,
-            spec(host_link),
-            spec(fabric_link),
-        ))
-    }
-
-    #[staticmethod]
-    fn fat_tree(k: usize, host_link: LinkArg, fabric_link: LinkArg) -> PyResult<Self> {
-        built(builders::fat_tree(k, spec(host_link), spec(fabric_link)))
-    }
-
-    #[staticmethod]
-    #[allow(clippy::too_many_arguments)]
-    fn three_tier(
+    },
+    FatTree {
+        k: usize,
+        host_link: LinkArg,
+        fabric_link: LinkArg,
+    },
+    ThreeTier {
         cores: usize,
         aggs: usize,
         edges: usize,
@@ -364,64 +355,106 @@ impl Topology {
         host_link: LinkArg,
         fabric_link: LinkArg,
         core_link: LinkArg,
-    ) -> PyResult<Self> {
-        let (h, f, c) = (spec(host_link), spec(fabric_link), spec(core_link));
-        built(builders::three_tier(
-            cores,
-            aggs,
-            edges,
-            hosts_per_edge,
-            h,
-            f,
-            c,
-        ))
-    }
-
-    #[staticmethod]
-    fn vl2(
+    },
+    Vl2 {
         d_a: usize,
         d_i: usize,
         hosts_per_tor: usize,
         host_link: LinkArg,
         fabric_link: LinkArg,
-    ) -> PyResult<Self> {
-        built(builders::vl2(
-            d_a,
-            d_i,
-            hosts_per_tor,
-            spec(host_link),
-            spec(fabric_link),
-        ))
-    }
-
-    #[staticmethod]
-    fn ring(
-        n: usize,
+    },
+    Ring {
+        switches: usize,
         hosts_per_switch: usize,
         host_link: LinkArg,
         fabric_link: LinkArg,
-    ) -> PyResult<Self> {
-        built(builders::ring(
-            n,
-            hosts_per_switch,
-            spec(host_link),
-            spec(fabric_link),
-        ))
-    }
-
-    #[staticmethod]
-    fn mesh(
-        n: usize,
+    },
+    Mesh {
+        switches: usize,
         hosts_per_switch: usize,
         host_link: LinkArg,
         fabric_link: LinkArg,
-    ) -> PyResult<Self> {
-        built(builders::mesh(
-            n,
-            hosts_per_switch,
-            spec(host_link),
-            spec(fabric_link),
-        ))
+    },
+}
+
+#[pymethods]
+impl Topology {
+    /// The network `spec` (a `TopologySpec`) describes.
+    #[staticmethod]
+    fn build(spec: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let topology: TopologySpec = wire::from_py("topology", spec)?;
+        built(match topology {
+            TopologySpec::LeafSpine {
+                spines,
+                leaves,
+                hosts_per_leaf,
+                host_link,
+                fabric_link,
+            } => builders::leaf_spine(
+                spines,
+                leaves,
+                hosts_per_leaf,
+                link_spec(host_link),
+                link_spec(fabric_link),
+            ),
+            TopologySpec::FatTree {
+                k,
+                host_link,
+                fabric_link,
+            } => builders::fat_tree(k, link_spec(host_link), link_spec(fabric_link)),
+            TopologySpec::ThreeTier {
+                cores,
+                aggs,
+                edges,
+                hosts_per_edge,
+                host_link,
+                fabric_link,
+                core_link,
+            } => builders::three_tier(
+                cores,
+                aggs,
+                edges,
+                hosts_per_edge,
+                link_spec(host_link),
+                link_spec(fabric_link),
+                link_spec(core_link),
+            ),
+            TopologySpec::Vl2 {
+                d_a,
+                d_i,
+                hosts_per_tor,
+                host_link,
+                fabric_link,
+            } => builders::vl2(
+                d_a,
+                d_i,
+                hosts_per_tor,
+                link_spec(host_link),
+                link_spec(fabric_link),
+            ),
+            TopologySpec::Ring {
+                switches,
+                hosts_per_switch,
+                host_link,
+                fabric_link,
+            } => builders::ring(
+                switches,
+                hosts_per_switch,
+                link_spec(host_link),
+                link_spec(fabric_link),
+            ),
+            TopologySpec::Mesh {
+                switches,
+                hosts_per_switch,
+                host_link,
+                fabric_link,
+            } => builders::mesh(
+                switches,
+                hosts_per_switch,
+                link_spec(host_link),
+                link_spec(fabric_link),
+            ),
+        })
     }
 
     /// `nodes`: (name, is_host) pairs; `links`: (a, b, rate_bps, delay_ps).
@@ -445,7 +478,7 @@ impl Topology {
             .collect();
         let links: Vec<(String, String, LinkSpec)> = links
             .into_iter()
-            .map(|(a, b, r, d)| (a, b, spec((r, d))))
+            .map(|(a, b, r, d)| (a, b, link_spec((r, d))))
             .collect();
         built(isthmus_core::Topology::custom(&nodes, &links))
     }
