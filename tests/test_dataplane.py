@@ -279,15 +279,22 @@ duration = "1ms"
 
 
 def test_aqm_bcn_and_dcqcn_defaults_are_the_engines():
-    from isthmus.defaults import ENGINE as engine
     from isthmus.queues import Pie, queue_config
     from isthmus.scenario import BcnModel, BcnTraffic
 
     codel = queue_config("100pkts", None, CoDel(kind="codel"))["aqm"]
+    # RFC 8289's 5 ms and 100 ms; RFC 8033's 15 ms, 15 ms, 0.125, 1.25, 150 ms.
     assert (codel["target"], codel["interval"]) == (5_000_000_000, 100_000_000_000)
-    assert codel["target"] == engine["codel"]["target"]
     pie = queue_config("100pkts", None, Pie(kind="pie"))["aqm"]
-    assert {k: pie[k] for k in engine["pie"]} == engine["pie"]
+    assert pie == {
+        "kind": "pie",
+        "target": 15_000_000_000,
+        "t_update": 15_000_000_000,
+        "alpha": 0.125,
+        "beta": 1.25,
+        "max_burst": 150_000_000_000,
+        "ecn": False,
+    }
     point = BcnModel()
     assert (point.pm, point.q_eq, point.q_sc, point.w) == (0.01, 20.0, 90.0, 2.0)
     source = BcnTraffic(kind="bcn", pattern="permutation", fair_share="1Gbps", stop="1ms")

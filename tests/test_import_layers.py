@@ -33,8 +33,8 @@ LAYERS = [
         "isthmus.transport",
     ),
     ("isthmus.topology", "isthmus.queues"),
+    ("isthmus.declared",),
     ("isthmus.arguments", "isthmus.inputs", "isthmus.fields", "isthmus.registry"),
-    ("isthmus.defaults",),
     ("isthmus.units", "isthmus.wire"),
 ]
 

@@ -8,8 +8,8 @@ import inspect
 import numpy as np
 import pytest
 
-from isthmus import Simulation, Topology, _core, defaults
-from isthmus.queues import CoDel, Drr, queue_config
+from isthmus import Simulation, Topology, _core, declared
+from isthmus.queues import DEFAULT_LIMITS, CoDel, Drr, queue_config
 from isthmus.scenario import Network
 from isthmus.wire import deserialised
 
@@ -51,12 +51,13 @@ def test_a_command_crosses_as_one_value_and_the_engine_numbers_entries():
 
 
 def test_the_defaults_are_the_engines():
-    engine = defaults.ENGINE["engine"]
-    assert defaults.queue_limit("switch_queue") == f"{engine['switch_queue']['limit'][1]}pkts"
+    engine = declared.parameters("EngineConfig")
+    assert engine["switch_queue"].default["limit"] == ("packets", 250)
+    assert DEFAULT_LIMITS == {"host_queue": "250pkts", "switch_queue": "250pkts"}
     signature = inspect.signature(Simulation).parameters
-    assert signature["host_queue"].default == defaults.queue_limit("host_queue")
-    assert signature["ttl"].default == engine["ttl"] == 64
-    assert Network().switch_queue == defaults.queue_limit("switch_queue")
+    assert signature["host_queue"].default == DEFAULT_LIMITS["host_queue"]
+    assert signature["ttl"].default == engine["ttl"].default == 64
+    assert Network().switch_queue == DEFAULT_LIMITS["switch_queue"]
     # Left out, a field takes the engine's own default.
     engine = _core.Engine(Topology.leaf_spine(1, 2, 2)._core, 1, {"routing": "spray"})
     assert deserialised(engine.queue_config(0))["limit"] == ("packets", 250)
@@ -104,7 +105,8 @@ def test_limits_come_back_as_tuples_and_nothing_else_does():
 def test_tcp_settings_are_the_engines_and_cross_whole():
     from isthmus.transport import TcpParams
 
-    engine = deserialised(_core.tcp_defaults())
+    engine = {name: p.default for name, p in declared.parameters("TcpConfig").items()}
+    engine["dctcp"] = {name: p.default for name, p in declared.parameters("Dctcp").items()}
     core = TcpParams().as_core()
     # Every setting Python sends is one the engine declares, with the engine's default.
     assert set(core) == set(engine)

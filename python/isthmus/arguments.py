@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from isthmus import defaults, units
+from isthmus import _core, units
 
 SHOWN_CHARS = 40
 # No quantity with a unit is longer than this ("18446744073709551615ps" is 22).
@@ -28,8 +28,8 @@ U32 = 2**32 - 1
 
 # Group and meter ids: the engine keeps each switch's groups and meters in tables indexed
 # by id, so an id costs memory up to it (2^31 would ask for ~100 GB); it states its bound.
-MAX_GROUP_ID: int = defaults.number("flow_tables", "max_group_id")
-MAX_METER_ID: int = defaults.number("flow_tables", "max_meter_id")
+MAX_GROUP_ID: int = _core.MAX_GROUP_ID
+MAX_METER_ID: int = _core.MAX_METER_ID
 
 
 def shown(value: object) -> str:

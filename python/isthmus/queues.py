@@ -11,55 +11,50 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field, TypeAdapter, model_validator
 
-from isthmus import arguments, defaults, units
+from isthmus import arguments, declared
 from isthmus.arguments import checked
-from isthmus.fields import PositiveInt, QueueLimit, Size, Strict, Time
+from isthmus.fields import QueueLimit, Strict, Time
 
-# Traffic classes a port's scheduler may serve: the engine keeps per-class counters (and
-# deficits, finish times, AQMs) on every port, so a class costs memory on all of them.
-MAX_CLASSES = 64
-# Packets a device FIFO below a port's discipline may hold (ns-3's point-to-point: 100).
-MAX_DEVICE_QUEUE = 1_000_000
+_QUEUE = declared.parameters("QueueConfig")
+MAX_DEVICE_QUEUE: int = _QUEUE["device_queue"].bounds()["le"]
 DeviceQueue = Annotated[int, Field(ge=0, le=MAX_DEVICE_QUEUE)]
+# Each engine-wide queue's default limit as a user writes it ("250pkts").
+DEFAULT_LIMITS: dict[str, str] = {
+    which: declared.UNITS["limit"].to_user(
+        declared.parameters("EngineConfig")[which].default["limit"]
+    )
+    for which in ("host_queue", "switch_queue")
+}
+MAX_CLASSES: int = declared.parameters("SchedulerConfig", "strict_priority")["classes"].bounds()[
+    "le"
+]
 
 
-class Fifo(Strict):
-    kind: Literal["fifo"] = "fifo"
+def _declared(type_name: str, kind: str, name: str) -> type[declared.DeclaredModel]:
+    return declared.model(type_name, kind, name=name, module=__name__)
 
 
-class StrictPriority(Strict):
-    """One queue per class (the packet's priority field); class 0 is served first."""
-
-    kind: Literal["strict_priority"]
-    classes: Annotated[int, Field(gt=0, le=MAX_CLASSES)]
-
-
-class Drr(Strict):
-    """Deficit round robin: each class may send `quanta[c]` bytes per round."""
-
-    kind: Literal["drr"]
-    quanta: Annotated[list[Size], Field(min_length=1, max_length=MAX_CLASSES)]
-
-
-class Wfq(Strict):
-    """Weighted fair queueing (self-clocked): class c gets weights[c] / sum of shares."""
-
-    kind: Literal["wfq"]
-    weights: Annotated[list[PositiveInt], Field(min_length=1, max_length=MAX_CLASSES)]
-
-
-class Fq(Strict):
-    """A queue per flow, each with its own AQM, served round robin (RFC 8290)."""
-
-    kind: Literal["fq"]
-    quantum: Size = "1514B"
+# The schedulers and AQMs as the engine declares them (crates/isthmus-core/src/queue/):
+# every field's meaning, unit, default and range come from there.
+Fifo = _declared("SchedulerConfig", "fifo", "Fifo")
+StrictPriority = _declared("SchedulerConfig", "strict_priority", "StrictPriority")
+Drr = _declared("SchedulerConfig", "drr", "Drr")
+Wfq = _declared("SchedulerConfig", "wfq", "Wfq")
+Fq = _declared("SchedulerConfig", "fq", "Fq")
+DropTail = _declared("AqmConfig", "drop_tail", "DropTail")
+Red = _declared("AqmConfig", "red", "Red")
+Ramp = _declared("AqmConfig", "ramp", "Ramp")
+CoDel = _declared("AqmConfig", "codel", "CoDel")
+Pie = _declared("AqmConfig", "pie", "Pie")
 
 
 class Pifo(Strict):
     """Push-in first-out by rank: arrival (FIFO), remaining_size (SRPT), start_time
-    (start-time fair queueing) or deadline (creation time + budgets[class])."""
+    (start-time fair queueing) or deadline (creation time + budgets[class]). Written by
+    hand: the engine flattens the rank into the scheduler, which its declaration cannot
+    spell as fields."""
 
-    kind: Literal["pifo"]
+    kind: Literal["pifo"] = "pifo"
     rank: Literal["arrival", "remaining_size", "start_time", "deadline"]
     budgets: Annotated[list[Time], Field(max_length=MAX_CLASSES)] = []
 
@@ -69,129 +64,26 @@ class Pifo(Strict):
             raise ValueError("budgets go with rank 'deadline' only, one per class")
         return self
 
-
-Scheduler = Annotated[Fifo | StrictPriority | Drr | Wfq | Fq | Pifo, Field(discriminator="kind")]
-
-
-class DropTail(Strict):
-    kind: Literal["drop_tail"] = "drop_tail"
-
-
-class Red(Strict):
-    """RED (Floyd & Jacobson 1993) on an EWMA of the queue."""
-
-    kind: Literal["red"]
-    min: QueueLimit
-    max: QueueLimit
-    max_p: Annotated[float, Field(gt=0, le=1)] = defaults.number("red", "max_p")
-    weight: Annotated[float, Field(gt=0, le=1)] = defaults.number("red", "weight")
-    gentle: bool = False
-    ecn: bool = False
-    # ns-3's UseHardDrop: above max (2 max when gentle) drop ECN-capable packets too.
-    hard_drop: bool = True
-    # ns-3's Wait: space marks and drops out, none until count x p_b reaches 1.
-    wait: bool = False
-
-
-class Ramp(Strict):
-    """Marking probability rising from 0 at kmin to pmax at kmax on the instantaneous
-    queue, 1 above (DCQCN's marker)."""
-
-    kind: Literal["ramp"]
-    kmin: QueueLimit
-    kmax: QueueLimit
-    pmax: Annotated[float, Field(gt=0, le=1)] = 1.0
+    def engine(self) -> dict:
+        out = {"kind": "pifo", "rank": self.rank}
+        if self.rank == "deadline":
+            out["budgets"] = [declared.UNITS["ps"].to_engine(b) for b in self.budgets]
+        return out
 
 
 class Step(Strict):
-    """Mark every ECN-capable packet when more than k wait (DCTCP's marker)."""
+    """Mark every ECN-capable packet when more than k wait (DCTCP's marker): the ramp
+    with kmin = kmax = k and pmax 1."""
 
-    kind: Literal["step"]
+    kind: Literal["step"] = "step"
     k: QueueLimit
 
-
-class CoDel(Strict):
-    """CoDel (RFC 8289)."""
-
-    kind: Literal["codel"]
-    target: Time = defaults.duration("codel", "target")
-    interval: Time = defaults.duration("codel", "interval")
-    ecn: bool = False
+    def engine(self) -> dict:
+        return Ramp(kmin=self.k, kmax=self.k, pmax=1.0).engine()
 
 
-class Pie(Strict):
-    """PIE (RFC 8033)."""
-
-    kind: Literal["pie"]
-    target: Time = defaults.duration("pie", "target")
-    t_update: Time = defaults.duration("pie", "t_update")
-    alpha: Annotated[float, Field(gt=0)] = defaults.number("pie", "alpha")
-    beta: Annotated[float, Field(gt=0)] = defaults.number("pie", "beta")
-    max_burst: Time = defaults.duration("pie", "max_burst")
-    ecn: bool = False
-
-
+Scheduler = Annotated[Fifo | StrictPriority | Drr | Wfq | Fq | Pifo, Field(discriminator="kind")]
 Aqm = Annotated[DropTail | Red | Ramp | Step | CoDel | Pie, Field(discriminator="kind")]
-
-
-def _scheduler_core(s) -> dict:
-    if isinstance(s, Fifo):
-        return {"kind": "fifo"}
-    if isinstance(s, StrictPriority):
-        return {"kind": "strict_priority", "classes": s.classes}
-    if isinstance(s, Drr):
-        return {"kind": "drr", "quanta": [units.size_bytes(q) for q in s.quanta]}
-    if isinstance(s, Wfq):
-        return {"kind": "wfq", "weights": list(s.weights)}
-    if isinstance(s, Fq):
-        return {"kind": "fq", "quantum": units.size_bytes(s.quantum)}
-    out = {"kind": "pifo", "rank": s.rank}
-    if s.rank == "deadline":
-        out["budgets"] = [units.time_ps(b) for b in s.budgets]
-    return out
-
-
-def _aqm_core(a) -> dict:
-    if isinstance(a, DropTail):
-        return {"kind": "drop_tail"}
-    if isinstance(a, Red):
-        return {
-            "kind": "red",
-            "min": units.limit(a.min),
-            "max": units.limit(a.max),
-            "max_p": a.max_p,
-            "weight": a.weight,
-            "gentle": a.gentle,
-            "ecn": a.ecn,
-            "hard_drop": a.hard_drop,
-            "wait": a.wait,
-        }
-    if isinstance(a, Ramp):
-        return {
-            "kind": "ramp",
-            "kmin": units.limit(a.kmin),
-            "kmax": units.limit(a.kmax),
-            "pmax": a.pmax,
-        }
-    if isinstance(a, Step):
-        k = units.limit(a.k)
-        return {"kind": "ramp", "kmin": k, "kmax": k, "pmax": 1.0}
-    if isinstance(a, CoDel):
-        return {
-            "kind": "codel",
-            "target": units.time_ps(a.target),
-            "interval": units.time_ps(a.interval),
-            "ecn": a.ecn,
-        }
-    return {
-        "kind": "pie",
-        "target": units.time_ps(a.target),
-        "t_update": units.time_ps(a.t_update),
-        "alpha": a.alpha,
-        "beta": a.beta,
-        "max_burst": units.time_ps(a.max_burst),
-        "ecn": a.ecn,
-    }
 
 
 # Each union's models, read off its declaration, and its validator for dicts.
@@ -221,7 +113,7 @@ def ramp_marker(
     `names` are the caller's names for kmin and kmax, for messages."""
     for value, name in zip((kmin, kmax), names, strict=True):
         arguments.queue_limit(value, name)
-    return _aqm_core(checked(Ramp, "ECN marking", kind="ramp", kmin=kmin, kmax=kmax, pmax=pmax))
+    return checked(Ramp, "ECN marking", kind="ramp", kmin=kmin, kmax=kmax, pmax=pmax).engine()
 
 
 def queue_config(
@@ -242,7 +134,7 @@ def queue_config(
     )
     return {
         "limit": arguments.queue_limit(limit, limit_name),
-        "scheduler": _scheduler_core(_model(scheduler or Fifo(), _SCHEDULERS, scheduler_name)),
-        "aqm": _aqm_core(_model(aqm or DropTail(), _AQMS, aqm_name)),
+        "scheduler": _model(scheduler or Fifo(), _SCHEDULERS, scheduler_name).engine(),
+        "aqm": _model(aqm or DropTail(), _AQMS, aqm_name).engine(),
         "device_queue": device_queue,
     }

@@ -44,14 +44,14 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import numpy as np
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
 
-from isthmus import _core, defaults, units
+from isthmus import _core, declared, units
 from isthmus.fields import Index, PositiveInt, QueueLimit, Rate, Seed, Size, Strict, Time
 from isthmus.flows import Arrivals as FlowArrivals
 from isthmus.flows import Incast, Poisson, SizeRange, generate_flows
 from isthmus.flows import Pattern as FlowPattern
 from isthmus.inputs import confined_to, excerpt, read_text, shown_path, user_file
-from isthmus.queues import Aqm, DeviceQueue, Scheduler
-from isthmus.simulation import BcnPoints, Simulation
+from isthmus.queues import DEFAULT_LIMITS, Aqm, DeviceQueue, Scheduler
+from isthmus.simulation import BcnPauses, BcnPoints, Simulation
 from isthmus.topology import Link, Topology
 from isthmus.transport import FlowTransportName, TcpParams, TransportName
 from isthmus.workload import read_flow_list, resolve_flow_list
@@ -270,16 +270,26 @@ class PortQueueModel(Strict):
     device_queue: DeviceQueue | None = None
 
 
-class PfcModel(Strict):
-    """Priority flow control at every switch ingress. With `free_fraction` f an ingress
-    pauses at the lower of xoff and f times its switch's free shared buffer, resuming at
-    xon/xoff of that (shared-buffer switches' dynamic threshold; ACC's testbed: 0.125);
-    it needs `shared_buffer`."""
+class _PfcPriorities(declared.DeclaredModel):
+    # The engine takes a bit mask; a scenario lists the priorities.
+    lossless: list[Annotated[int, Field(ge=0, le=7)]] = Field(
+        [0], description="the lossless priorities (0-7)"
+    )
 
-    xoff: Size
-    xon: Size
-    lossless: list[Annotated[int, Field(ge=0, le=7)]] = [0]
-    free_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
+
+PfcModel = declared.model(
+    "Pfc",
+    name="PfcModel",
+    module=__name__,
+    base=_PfcPriorities,
+    exclude=("lossless",),
+    doc="Priority flow control at every switch ingress. With `free_fraction` f an ingress "
+    "pauses at the lower of xoff and f times its switch's free shared buffer, resuming at "
+    "xon/xoff of that (shared-buffer switches' dynamic threshold; ACC's testbed: 0.125); "
+    "it needs `shared_buffer`.",
+)
+
+BufferAlpha = declared.typed("SharedBuffer", "alpha")
 
 
 class Network(Strict):
@@ -287,11 +297,11 @@ class Network(Strict):
     `scheduler` and `aqm` (see `isthmus.queues`) shape switch ports instead."""
 
     routing: Literal["ecmp", "spray", "single_path"] = "ecmp"
-    host_queue: QueueLimit = defaults.queue_limit("host_queue")
+    host_queue: QueueLimit = DEFAULT_LIMITS["host_queue"]
     # How a host NIC serves its flows: FIFO, or e.g. { kind = "fq" } for round robin
     # between them (an RDMA NIC's queue-pair arbitration).
     host_scheduler: Scheduler | None = None
-    switch_queue: QueueLimit = defaults.queue_limit("switch_queue")
+    switch_queue: QueueLimit = DEFAULT_LIMITS["switch_queue"]
     ecn_threshold: QueueLimit | None = None
     scheduler: Scheduler | None = None
     aqm: Aqm | None = None
@@ -300,7 +310,7 @@ class Network(Strict):
     # A device FIFO below every port's discipline (ns-3's point-to-point: 100 packets).
     device_queue: DeviceQueue = 0
     shared_buffer: Size | None = None
-    buffer_alpha: Annotated[float, Field(gt=0)] = 1.0
+    buffer_alpha: BufferAlpha = 1.0
     pfc: PfcModel | None = None
     bcn: BcnModel | None = None
 
@@ -535,27 +545,10 @@ class FlowList(Strict):
         )
 
 
-class BcnTraffic(PairedSources):
-    """BCN-regulated datagram sources (the reaction points IBCN drives) between host
-    pairs (see PairedSources); needs `[network.bcn]` congestion points."""
-
+class _BcnSources(PairedSources, BcnPauses):
     kind: Literal["bcn"]
     fair_share: Rate
-    ru: Rate = defaults.rate("bcn_source", "ru")
-    gi: Annotated[float, Field(gt=0)] = defaults.number("bcn_source", "gi")
-    gd: Annotated[float, Field(gt=0)] = defaults.number("bcn_source", "gd")
-    packet_size: Size = f"{defaults.number('bcn_source', 'packet_size')}B"
     offered_load: Rate | None = None
-    min_pause: Time = defaults.duration("bcn_source", "min_pause")
-    max_pause: Time = defaults.duration("bcn_source", "max_pause")
-
-    @model_validator(mode="after")
-    def _pauses(self) -> BcnTraffic:
-        if units.time_ps(self.min_pause) > units.time_ps(self.max_pause):
-            raise ValueError(
-                f"min_pause ({self.min_pause}) must not exceed max_pause ({self.max_pause})"
-            )
-        return self
 
     def add_to(self, sim: Simulation, index: int, base: Path) -> None:
         if sim.bcn_points is None:
@@ -579,6 +572,18 @@ class BcnTraffic(PairedSources):
                 min_pause=self.min_pause,
                 max_pause=self.max_pause,
             )
+
+
+# The reaction point's settings are the engine's `BcnSourceConfig`, as it declares them.
+BcnTraffic = declared.model(
+    "BcnSourceConfig",
+    name="BcnTraffic",
+    module=__name__,
+    base=_BcnSources,
+    only=("packet_size", "ru", "gi", "gd", "min_pause", "max_pause"),
+    doc="BCN-regulated datagram sources (the reaction points IBCN drives) between host "
+    "pairs (see PairedSources); needs `[network.bcn]` congestion points.",
+)
 
 
 class ControlApp(Strict):

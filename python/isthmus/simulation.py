@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
-from isthmus import _core, arguments, defaults
+from isthmus import _core, arguments, declared
 from isthmus.arguments import MAX_GROUP_ID, MAX_METER_ID, U8, U16, U32, checked, whole
-from isthmus.fields import Strict
 from isthmus.link_traces import load_trace
 from isthmus.portmap import PortMap
-from isthmus.queues import Step, queue_config
+from isthmus.queues import DEFAULT_LIMITS, Step, queue_config
 from isthmus.topology import Topology
 from isthmus.transport import TRANSPORTS, TcpParams
 from isthmus.units import format_time
@@ -88,48 +87,70 @@ def _packet_bytes(value: int | str, name: str) -> int:
     return wire
 
 
-def _bcn_regulator(
-    line_rate: int,
-    fair_share: int | str,
-    ru: int | str,
-    gi: float,
-    gd: float,
-    min_pause: int | str,
-    max_pause: int | str,
-) -> dict[str, object]:
+class BcnPauses(declared.DeclaredModel):
+    """A BCN reaction point's pauses after a STOP: the shortest no longer than the
+    longest."""
+
+    @model_validator(mode="after")
+    def _pauses(self) -> BcnPauses:
+        shortest, longest = (declared.UNITS["ps"].to_engine(p) for p in self._pause_range())
+        if shortest > longest:
+            raise ValueError(
+                f"min_pause ({self._pause_range()[0]}) must not exceed max_pause "
+                f"({self._pause_range()[1]})"
+            )
+        return self
+
+    def _pause_range(self) -> tuple[str, str]:
+        return self.min_pause, self.max_pause  # type: ignore[attr-defined]
+
+
+# What a caller may set of a BCN reaction point (IBCN's Ru, Gi, Gd and STOP pauses), as
+# the engine's `BcnSourceConfig` declares it; the rates come from the source's host.
+BcnRegulator = declared.model(
+    "BcnSourceConfig",
+    name="BcnRegulator",
+    module=__name__,
+    base=BcnPauses,
+    only=("ru", "gi", "gd", "min_pause", "max_pause"),
+)
+
+
+def _bcn_regulator(line_rate: int, fair_share: int | str, **settings: object) -> dict[str, object]:
     """A BCN rate regulator at a host of `line_rate` bit/s, checked: the engine's
-    `BcnSourceConfig`, its defaults with these settings (sending up to the line rate)."""
-    shortest = arguments.duration(min_pause, "min_pause")
-    longest = arguments.duration(max_pause, "max_pause")
-    if shortest > longest:
-        raise ValueError(f"min_pause ({min_pause}) must not exceed max_pause ({max_pause})")
+    `BcnSourceConfig`, its declared defaults with these settings (sending up to the
+    line rate)."""
+    regulator = declared.from_arguments(BcnRegulator, "BCN regulator", **settings)
     return {
-        **defaults.ENGINE["bcn_source"],
         "line_rate": line_rate,
         "max_rate": line_rate,
         "restart_rate": arguments.rate(fair_share, "fair_share"),
-        "ru": arguments.rate(ru, "ru"),
-        "gi": arguments.number(gi, "gi", low=0, low_open=True),
-        "gd": arguments.number(gd, "gd", low=0, low_open=True),
-        "min_pause": shortest,
-        "max_pause": longest,
+        **regulator.engine(),
     }
 
 
-class BcnPoints(Strict):
-    """BCN congestion points at every switch egress (IBCN's defaults): sampling
-    probability, equilibrium and severe-congestion queues (packets), derivative weight."""
-
-    pm: Annotated[float, Field(gt=0, le=1)] = defaults.number("bcn_point", "pm")
-    q_eq: Annotated[float, Field(ge=0, allow_inf_nan=False)] = defaults.number("bcn_point", "q_eq")
-    q_sc: Annotated[float, Field(gt=0, allow_inf_nan=False)] = defaults.number("bcn_point", "q_sc")
-    w: Annotated[float, Field(ge=0, allow_inf_nan=False)] = defaults.number("bcn_point", "w")
-
+class _QueuesInOrder(declared.DeclaredModel):
     @model_validator(mode="after")
-    def _ordered(self) -> BcnPoints:
-        if self.q_sc <= self.q_eq:
-            raise ValueError(f"q_sc ({self.q_sc}) must exceed q_eq ({self.q_eq})")
+    def _ordered(self) -> _QueuesInOrder:
+        q_eq, q_sc = self.q_eq, self.q_sc  # type: ignore[attr-defined]
+        if q_sc <= q_eq:
+            raise ValueError(f"q_sc ({q_sc}) must exceed q_eq ({q_eq})")
         return self
+
+
+# What a caller may set of a DCQCN sender; the line rate comes from its host.
+DcqcnSettings = declared.model(
+    "DcqcnConfig", name="DcqcnSettings", module=__name__, only=("g", "mtu_payload")
+)
+
+BcnPoints = declared.model(
+    "BcnPointConfig",
+    name="BcnPoints",
+    module=__name__,
+    base=_QueuesInOrder,
+    doc="BCN congestion points at every switch egress (IBCN's defaults): sampling "
+    "probability, equilibrium and severe-congestion queues (packets), derivative weight.",
+)
 
 
 def _bcn(bcn: dict | None) -> dict | None:
@@ -146,7 +167,7 @@ def _bcn(bcn: dict | None) -> dict | None:
             f"bcn: unknown BCN field(s) {', '.join(map(str, unknown))}; use "
             f"{', '.join(BcnPoints.model_fields)}"
         )
-    return checked(BcnPoints.model_validate, "bcn", bcn).model_dump()
+    return checked(BcnPoints.model_validate, "bcn", bcn).engine()
 
 
 def _whole(values: object, name: str, dtype: type, below: int | None = None) -> np.ndarray:
@@ -324,9 +345,9 @@ class Simulation:
         *,
         seed: int = 1,
         routing: str = "ecmp",
-        host_queue: str = defaults.queue_limit("host_queue"),
+        host_queue: str = DEFAULT_LIMITS["host_queue"],
         host_scheduler=None,
-        switch_queue: str = defaults.queue_limit("switch_queue"),
+        switch_queue: str = DEFAULT_LIMITS["switch_queue"],
         ecn_threshold: str | None = None,
         scheduler=None,
         aqm=None,
@@ -336,7 +357,7 @@ class Simulation:
         pfc: tuple | None = None,
         bcn: dict | None = None,
         tcp: TcpParams | dict | None = None,
-        ttl: int = defaults.TTL,
+        ttl: int = declared.default("EngineConfig", "ttl"),
         device_queue: int = 0,
     ):
         if not isinstance(topology, Topology):
@@ -526,8 +547,8 @@ class Simulation:
         size: int | str,
         *,
         start: int | str = 0,
-        g: float = defaults.number("dcqcn", "g"),
-        mtu: int | str = f"{defaults.ENGINE['dcqcn']['mtu_payload']}B",
+        g: float = declared.default("DcqcnConfig", "g"),
+        mtu: int | str = declared.default("DcqcnConfig", "mtu_payload"),
     ) -> int:
         """An RDMA-like DCQCN flow of `size` bytes, starting at its host's line rate (the
         DCQCN paper's reaction-point parameters). Returns its id. Switch ports mark
@@ -540,10 +561,10 @@ class Simulation:
             np.array([arguments.size(size, "size")], dtype=np.uint64),
             np.array([arguments.duration(start, "start")], dtype=np.uint64),
             {
-                **defaults.ENGINE["dcqcn"],
                 "line_rate": line_rate,
-                "g": arguments.number(g, "g", low=0, low_open=True, high=1),
-                "mtu_payload": _packet_bytes(mtu, "mtu"),
+                **declared.from_arguments(
+                    DcqcnSettings, "DCQCN", g=g, mtu_payload=_packet_bytes(mtu, "mtu")
+                ).engine(),
             },
         )
         return int(first)
@@ -595,13 +616,13 @@ class Simulation:
         size: int | str | None = None,
         start: int | str = 0,
         stop: int | str | None = None,
-        ru: int | str = defaults.rate("bcn_source", "ru"),
-        gi: float = defaults.number("bcn_source", "gi"),
-        gd: float = defaults.number("bcn_source", "gd"),
-        packet_size: int | str = f"{defaults.number('bcn_source', 'packet_size')}B",
+        ru: int | str = declared.default("BcnSourceConfig", "ru"),
+        gi: float = declared.default("BcnSourceConfig", "gi"),
+        gd: float = declared.default("BcnSourceConfig", "gd"),
+        packet_size: int | str = declared.default("BcnSourceConfig", "packet_size"),
         offered_load: int | str | None = None,
-        min_pause: int | str = defaults.duration("bcn_source", "min_pause"),
-        max_pause: int | str = defaults.duration("bcn_source", "max_pause"),
+        min_pause: int | str = declared.default("BcnSourceConfig", "min_pause"),
+        max_pause: int | str = declared.default("BcnSourceConfig", "max_pause"),
     ) -> int:
         """A BCN-regulated datagram source from `src` to `dst` (IBCN's reaction point:
         Ru, Gi, Gd) of `packet_size` datagrams, sending at most `offered_load` (default:
@@ -619,7 +640,9 @@ class Simulation:
             raise ValueError(
                 f"offered_load ({offered_load}) exceeds the source's line rate ({line_rate} bps)"
             )
-        source = _bcn_regulator(line_rate, fair_share, ru, gi, gd, min_pause, max_pause)
+        source = _bcn_regulator(
+            line_rate, fair_share, ru=ru, gi=gi, gd=gd, min_pause=min_pause, max_pause=max_pause
+        )
         source |= {"packet_size": _packet_bytes(packet_size, "packet_size"), "max_rate": cap}
         return self._engine.add_bcn_flow(
             src,
@@ -674,11 +697,11 @@ class Simulation:
         flow: int,
         *,
         fair_share: int | str,
-        ru: int | str = defaults.rate("bcn_source", "ru"),
-        gi: float = defaults.number("bcn_source", "gi"),
-        gd: float = defaults.number("bcn_source", "gd"),
-        min_pause: int | str = defaults.duration("bcn_source", "min_pause"),
-        max_pause: int | str = defaults.duration("bcn_source", "max_pause"),
+        ru: int | str = declared.default("BcnSourceConfig", "ru"),
+        gi: float = declared.default("BcnSourceConfig", "gi"),
+        gd: float = declared.default("BcnSourceConfig", "gd"),
+        min_pause: int | str = declared.default("BcnSourceConfig", "min_pause"),
+        max_pause: int | str = declared.default("BcnSourceConfig", "max_pause"),
     ) -> None:
         """Puts TCP flow `flow` under a BCN rate regulator at its host (IBCN's reaction
         point, as `add_bcn_flow`'s): feedback from the congestion points paces its
@@ -689,7 +712,10 @@ class Simulation:
         src = int(self.flows()["src"][flow])
         line_rate = int(self.topology.access_rates()[src])
         self._engine.regulate_with_bcn(
-            flow, _bcn_regulator(line_rate, fair_share, ru, gi, gd, min_pause, max_pause)
+            flow,
+            _bcn_regulator(
+                line_rate, fair_share, ru=ru, gi=gi, gd=gd, min_pause=min_pause, max_pause=max_pause
+            ),
         )
 
     def bcn(self) -> dict[str, np.ndarray]:

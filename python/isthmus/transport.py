@@ -8,67 +8,20 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from isthmus import _core, units
-from isthmus.fields import PositiveInt, Size, Strict, Time
-from isthmus.wire import deserialised
+from isthmus import declared, units
 
 TRANSPORTS = ("tcp", "dctcp", "cubic", "mptcp")
 TransportName = Literal["tcp", "dctcp", "cubic", "mptcp"]
 FlowTransportName = Literal["tcp", "dctcp", "cubic", "mptcp", "dcqcn"]
 """Transports a generated flow may use: the TCP family, or DCQCN for RDMA-like traffic."""
 
-_ENGINE = deserialised(_core.tcp_defaults())
 
+class _TcpSettings(declared.DeclaredModel):
+    """What a simulation adds to the engine's TCP parameters: MPTCP's subflow count
+    and the host profiles."""
 
-def _ps(key: str) -> str:
-    return f"{_ENGINE[key]}ps"
-
-
-class TcpParams(Strict):
-    """Parameters of every TCP, DCTCP and MPTCP flow of a simulation (an MPTCP subflow
-    is a TCP NewReno sender with these parameters, coupled by LIA)."""
-
-    mss: Size = Field(f"{_ENGINE['mss']}B", description="payload bytes per full segment")
-    initial_cwnd: PositiveInt = Field(_ENGINE["initial_cwnd"], description="in segments")
-    min_rto: Time = Field(_ps("min_rto"), description="floor of the retransmission timeout")
-    max_rto: Time = Field(_ps("max_rto"), description="ceiling of the retransmission timeout")
-    initial_rto: Time = Field(_ps("initial_rto"), description="timeout of the SYN")
-    rwnd: Size = Field(f"{_ENGINE['rwnd']}B", description="receive window")
-    ack_every: PositiveInt = Field(_ENGINE["ack_every"], description="delayed-ACK count")
-    delayed_ack_timeout: Time = Field(_ps("delayed_ack_timeout"))
-    dctcp_g: Annotated[float, Field(gt=0, le=1)] = Field(
-        _ENGINE["dctcp"]["g"], description="DCTCP's EWMA gain for alpha"
-    )
-    dctcp_initial_alpha: Annotated[float, Field(ge=0, le=1)] = _ENGINE["dctcp"]["initial_alpha"]
     mptcp_subflows: Annotated[int, Field(ge=1, le=16)] = Field(
         8, description="subflows per MPTCP connection (8 fill a k=4 fat-tree, Raiciu 2011)"
-    )
-    small_queue_time: Time | None = Field(
-        _ENGINE["small_queue_time"],
-        description="small-queue backpressure: a sender keeps at most this long at its "
-        "pacing rate (and at least two packets) waiting at its NIC; None or 0s: off",
-    )
-
-    ect_control: bool = Field(
-        _ENGINE["ect_control"],
-        description="DCTCP marks its SYN, SYN-ACK and pure ACKs ECN-capable (RFC 8257 3.4)",
-    )
-
-    sack: bool = Field(
-        _ENGINE["sack"], description="selective acknowledgements and SACK-based recovery (RFC 6675)"
-    )
-    cwnd_validation: bool = Field(
-        _ENGINE["cwnd_validation"],
-        description="grow cwnd only while it limits the sender (RFC 7661, as Linux does)",
-    )
-    timestamps: bool = Field(
-        _ENGINE["timestamps"],
-        description="the timestamps option (RFC 7323): 12 more header bytes a segment",
-    )
-    slow_start_after_idle: bool = Field(
-        _ENGINE["slow_start_after_idle"],
-        description="a sender idle longer than its RTO restarts from at most its initial "
-        "window when it writes again (RFC 5681 4.1, Linux's tcp_slow_start_after_idle)",
     )
 
     @classmethod
@@ -82,27 +35,25 @@ class TcpParams(Strict):
         return cls.model_validate({**HOST_PROFILES[profile], **overrides})
 
     def as_core(self) -> dict:
-        """Every parameter in the engine's base units."""
-        return {
-            "mss": units.size_bytes(self.mss),
-            "initial_cwnd": self.initial_cwnd,
-            "min_rto": units.time_ps(self.min_rto),
-            "max_rto": units.time_ps(self.max_rto),
-            "initial_rto": units.time_ps(self.initial_rto),
-            "rwnd": units.size_bytes(self.rwnd),
-            "ack_every": self.ack_every,
-            "delayed_ack_timeout": units.time_ps(self.delayed_ack_timeout),
-            "dctcp": {"g": self.dctcp_g, "initial_alpha": self.dctcp_initial_alpha},
-            # "0s" turns it off too (a scenario file cannot write None).
-            "small_queue_time": units.time_ps(self.small_queue_time) or None
-            if self.small_queue_time is not None
-            else None,
-            "ect_control": self.ect_control,
-            "timestamps": self.timestamps,
-            "sack": self.sack,
-            "cwnd_validation": self.cwnd_validation,
-            "slow_start_after_idle": self.slow_start_after_idle,
-        }
+        """Every parameter in the engine's base units ("0s" of small-queue time turns it
+        off, as None does: a scenario file cannot write None)."""
+        core = self.engine()
+        core["small_queue_time"] = core["small_queue_time"] or None
+        return core
+
+
+# Every field but `mptcp_subflows` is the engine's `TcpConfig`, as it declares it
+# (crates/isthmus-core/src/transport/tcp.rs); DCTCP's two as `dctcp_g` and
+# `dctcp_initial_alpha`.
+TcpParams = declared.model(
+    "TcpConfig",
+    name="TcpParams",
+    module=__name__,
+    base=_TcpSettings,
+    nested={"dctcp": "Dctcp"},
+    doc="Parameters of every TCP, DCTCP and MPTCP flow of a simulation (an MPTCP subflow "
+    "is a TCP NewReno sender with these parameters, coupled by LIA).",
+)
 
 
 HOST_PROFILES: dict[str, dict] = {

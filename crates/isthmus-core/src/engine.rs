@@ -41,15 +41,17 @@ fn serialization_time_bytes(bytes: u64, rate: Rate) -> Time {
 
 /// Network-wide settings of an engine. Crosses into the engine as one serialised value;
 /// a field left out takes its `Default` (this is where the defaults are declared).
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
     /// Queueing of host NICs.
     pub host_queue: QueueConfig,
     /// Queueing of switch ports.
     pub switch_queue: QueueConfig,
+    /// How a switch picks among equal-cost next hops.
     pub routing: RoutingPolicy,
     /// Sample per-port queues and counters at this interval (None: no time series).
+    #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
     pub sample_interval: Option<Time>,
     /// Each switch's egress queues share one buffer with dynamic thresholds.
     pub shared_buffer: Option<SharedBuffer>,
@@ -58,6 +60,7 @@ pub struct EngineConfig {
     /// BCN congestion points at every switch egress.
     pub bcn: Option<BcnPointConfig>,
     /// The time-to-live packets leave their host with (switches they may cross).
+    #[schemars(range(min = 1))]
     pub ttl: u8,
 }
 
@@ -124,22 +127,40 @@ impl EngineConfig {
 /// threshold of shared-buffer switches (ACC's testbed: f = 1/8): the fuller the buffer,
 /// the sooner an ingress pauses. A paused priority resumes below the threshold of the
 /// moment scaled by `xon / xoff`.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct Pfc {
+    /// Bytes held from one ingress in a lossless priority above which the switch
+    /// pauses that priority upstream.
+    #[schemars(extend("unit" = "bytes", "exclusiveMinimum" = 0))]
     pub xoff: u64,
+    /// Bytes below which a paused priority resumes (at most xoff).
+    #[schemars(extend("unit" = "bytes"))]
     pub xon: u64,
+    /// Bit p set for each lossless priority (priorities above 7 count as 7).
     pub lossless: u8,
+    /// With a shared buffer: pause at the lower of xoff and this share of the switch's
+    /// free shared buffer.
+    #[serde(default)]
+    #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0.0))]
     pub free_fraction: Option<f64>,
 }
 
 /// A switch buffer of `bytes` shared by its egress queues under the dynamic-threshold
 /// rule of Choudhury & Hahne (1998): a queue may grow while it holds less than
 /// `alpha` times the buffer still free. Per-port limits still apply on top.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct SharedBuffer {
+    /// Size of each switch's shared buffer.
+    #[schemars(extend("unit" = "bytes", "exclusiveMinimum" = 0))]
     pub bytes: u64,
+    /// A queue may grow while it holds less than alpha times the buffer still free.
+    #[schemars(extend("exclusiveMinimum" = 0.0))]
     pub alpha: f64,
 }
 

@@ -5,6 +5,7 @@
 //! binds it.
 
 pub mod control;
+pub mod declared;
 pub mod engine;
 pub mod event;
 pub mod flowtable;

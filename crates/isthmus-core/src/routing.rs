@@ -6,7 +6,9 @@ use crate::rng::{mix64, Rng};
 use crate::topology::{NodeKind, Topology};
 
 /// How a switch chooses among equal-cost next hops.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RoutingPolicy {
     /// Per-flow: hash of the 5-tuple, salted per switch (so tiers do not polarise).

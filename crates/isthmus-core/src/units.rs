@@ -33,6 +33,23 @@ pub enum Limit {
     Bytes(u64),
 }
 
+// Declared by hand: serde sees a (unit, count) pair, which derive cannot describe.
+impl schemars::JsonSchema for Limit {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Limit".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A queue or buffer limit: its unit and count.",
+            "type": "array",
+            "prefixItems": [{"enum": ["packets", "bytes"]}, {"type": "integer", "minimum": 0}],
+            "items": false,
+            "unit": "limit"
+        })
+    }
+}
+
 impl serde::Serialize for Limit {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {

@@ -10,8 +10,7 @@ use isthmus_core::transport::dcqcn::DcqcnConfig;
 use isthmus_core::units::{self, Limit};
 use isthmus_core::workload::{ArrivalProcess, FlowWorkload, Pattern, SizeCdf, PATTERN_STREAM};
 use isthmus_core::{
-    Dctcp, EngineConfig, LinkSpec, MessageFlowSpec, NodeKind, TcpConfig, Time, TimedFlowSpec,
-    UdpFlowSpec,
+    EngineConfig, LinkSpec, MessageFlowSpec, NodeKind, TcpConfig, Time, TimedFlowSpec, UdpFlowSpec,
 };
 use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
@@ -101,16 +100,6 @@ fn max_concurrent_flow<'py>(
     Ok((column(py, out.path_flow), out.phases))
 }
 
-/// The engine's TCP settings with their defaults, serialised (`TcpConfig`, DCTCP's
-/// parameters included): the single source of them.
-#[pyfunction]
-fn tcp_defaults() -> PyResult<String> {
-    wire::to_json(&TcpConfig {
-        dctcp: Some(Dctcp::default()),
-        ..TcpConfig::default()
-    })
-}
-
 /// The TCP configuration of a `transport` flow from the settings Python passes (a
 /// `TcpConfig` dict, see `wire`).
 fn tcp_config(tcp: &Bound<'_, PyAny>, transport: &str) -> PyResult<TcpConfig> {
@@ -155,29 +144,11 @@ struct IncastSpec {
     line_rate: u64,
 }
 
-/// The engine's defaults, serialised: its network-wide configuration (`engine`), the
-/// AQMs', BCN's and DCQCN's, and the flow tables' id ranges, so that Python, scenario
-/// files and Rust state each once (TCP's come from `tcp_defaults`).
+/// Every configuration parameter's meaning, unit, default and valid range, as the
+/// engine's types declare them (JSON Schema, `isthmus_core::declared`).
 #[pyfunction]
-fn engine_defaults() -> PyResult<String> {
-    use isthmus_core::queue::aqm::{AqmConfig, RED_MAX_P, RED_WEIGHT};
-    use isthmus_core::transport::bcn::BcnPointConfig;
-    // The rate-dependent fields of these two (line rate, fair share) are the caller's.
-    let source = BcnSourceConfig::ibcn(1, 1);
-    let dcqcn = DcqcnConfig::paper(1);
-    wire::to_json(&serde_json::json!({
-        "engine": EngineConfig::default(),
-        "codel": AqmConfig::codel(),
-        "pie": AqmConfig::pie(),
-        "red": {"max_p": RED_MAX_P, "weight": RED_WEIGHT},
-        "bcn_point": BcnPointConfig::default(),
-        "bcn_source": source,
-        "flow_tables": {
-            "max_group_id": isthmus_core::flowtable::MAX_GROUP_ID,
-            "max_meter_id": isthmus_core::flowtable::MAX_METER_ID,
-        },
-        "dcqcn": dcqcn,
-    }))
+fn declarations() -> PyResult<String> {
+    wire::to_json(&isthmus_core::declared::declarations())
 }
 
 /// Validates a flow-size CDF ("size probability" lines, sizes times `unit_bytes`) and
@@ -1101,13 +1072,15 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_limit, m)?)?;
     m.add_function(wrap_pyfunction!(format_time, m)?)?;
     m.add_function(wrap_pyfunction!(derangement, m)?)?;
-    m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(max_concurrent_flow, m)?)?;
     m.add_function(wrap_pyfunction!(cdf_mean, m)?)?;
     m.add_function(wrap_pyfunction!(flow_workload, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_senders, m)?)?;
     m.add_function(wrap_pyfunction!(sample_sizes, m)?)?;
-    m.add_function(wrap_pyfunction!(engine_defaults, m)?)?;
+    // Group and meter tables are indexed by id, so each table states its bound.
+    m.add("MAX_GROUP_ID", isthmus_core::flowtable::MAX_GROUP_ID)?;
+    m.add("MAX_METER_ID", isthmus_core::flowtable::MAX_METER_ID)?;
+    m.add_function(wrap_pyfunction!(declarations, m)?)?;
     let kinds = PyDict::new(m.py());
     for (name, code) in [
         ("tick", control::TICK),

@@ -19,50 +19,135 @@ use crate::rng::Rng;
 use crate::units::{Limit, Time, MS};
 
 /// Parameters of an AQM, one instance of which runs per queue (serialised tagged by
-/// `kind`: "drop_tail", "red", "ramp", "codel", "pie"; times in ps).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// `kind`: "drop_tail", "red", "ramp", "codel", "pie"; times in ps). Each field's
+/// meaning, unit, default and valid range are declared here, once: Python's models,
+/// the scenario schema and docs/parameters.md are derived from them (`crate::declared`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AqmConfig {
+    /// Nothing beyond the buffer limit.
     DropTail,
+    /// RED (Floyd & Jacobson 1993) on an EWMA of the queue.
     Red {
+        /// Average queue above which packets start to be marked or dropped.
         min: Limit,
+        /// Average queue above which every packet is dropped (from 2 max when gentle).
         max: Limit,
+        /// Marking probability reached at `max`.
+        #[serde(default = "red_max_p")]
+        #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0.0))]
         max_p: f64,
+        /// Weight of each new sample in the queue's average (w_q).
+        #[serde(default = "red_weight")]
+        #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0.0))]
         weight: f64,
+        /// Between max and 2 max, ramp the probability on from max_p to 1 instead of
+        /// dropping everything.
+        #[serde(default)]
         gentle: bool,
+        /// Mark ECN-capable packets instead of dropping them.
+        #[serde(default)]
         ecn: bool,
         /// Above the forced-drop threshold, drop ECN-capable packets too (ns-3's
-        /// UseHardDrop, default on); off, they are marked there as well.
+        /// UseHardDrop); off, they are marked there as well.
+        #[serde(default = "on")]
         hard_drop: bool,
         /// Space marks and drops out more evenly (ns-3's Wait): p_a = p_b / (2 - count
         /// p_b), and none until count p_b reaches 1; off, p_a = p_b / (1 - count p_b).
+        #[serde(default)]
         wait: bool,
     },
+    /// Marking probability rising from 0 at kmin to pmax at kmax on the instantaneous
+    /// queue, 1 above (DCQCN's marker; a step, DCTCP's, when kmin = kmax).
     Ramp {
+        /// Queue above which marking starts.
         kmin: Limit,
+        /// Queue at which the probability reaches pmax (every packet is marked above).
         kmax: Limit,
+        /// Marking probability at kmax.
+        #[serde(default = "one")]
+        #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0.0))]
         pmax: f64,
     },
+    /// CoDel (RFC 8289), acting as packets leave.
     #[serde(rename = "codel")]
     CoDel {
+        /// Sojourn time CoDel keeps the queue at.
+        #[serde(default = "codel_target")]
+        #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
         target: Time,
+        /// How long the sojourn time must stay above target before CoDel acts.
+        #[serde(default = "codel_interval")]
+        #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
         interval: Time,
+        /// Mark ECN-capable packets instead of dropping them.
+        #[serde(default)]
         ecn: bool,
     },
+    /// PIE (RFC 8033), deciding as packets arrive.
     Pie {
+        /// Queueing delay PIE steers towards.
+        #[serde(default = "pie_target")]
+        #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
         target: Time,
+        /// Interval between updates of the drop probability.
+        #[serde(default = "pie_t_update")]
+        #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
         t_update: Time,
+        /// Weight of the delay's distance from target in each update (per second).
+        #[serde(default = "pie_alpha")]
+        #[schemars(extend("exclusiveMinimum" = 0.0))]
         alpha: f64,
+        /// Weight of the delay's trend in each update (per second).
+        #[serde(default = "pie_beta")]
+        #[schemars(extend("exclusiveMinimum" = 0.0))]
         beta: f64,
+        /// Burst PIE lets through before it starts dropping.
+        #[serde(default = "pie_max_burst")]
+        #[schemars(extend("unit" = "ps"))]
         max_burst: Time,
+        /// Mark ECN-capable packets instead of dropping them.
+        #[serde(default)]
         ecn: bool,
     },
 }
 
-/// RED's customary maximum marking probability and queue-average weight (Floyd &
-/// Jacobson 1993 suggest max_p 0.1 and w_q 0.002).
-pub const RED_MAX_P: f64 = 0.1;
-pub const RED_WEIGHT: f64 = 0.002;
+// The defaults, each written once: RED's customary maximum marking probability and
+// queue-average weight (Floyd & Jacobson 1993 suggest max_p 0.1 and w_q 0.002), RFC
+// 8289's CoDel and RFC 8033's PIE.
+fn red_max_p() -> f64 {
+    0.1
+}
+fn red_weight() -> f64 {
+    0.002
+}
+fn on() -> bool {
+    true
+}
+fn one() -> f64 {
+    1.0
+}
+fn codel_target() -> Time {
+    5 * MS
+}
+fn codel_interval() -> Time {
+    100 * MS
+}
+fn pie_target() -> Time {
+    15 * MS
+}
+fn pie_t_update() -> Time {
+    15 * MS
+}
+fn pie_alpha() -> f64 {
+    0.125
+}
+fn pie_beta() -> f64 {
+    1.25
+}
+fn pie_max_burst() -> Time {
+    150 * MS
+}
 
 impl AqmConfig {
     /// The DCTCP marker: mark when more than `k` wait, counting the arrival.
@@ -77,8 +162,8 @@ impl AqmConfig {
     /// CoDel with RFC 8289's defaults (5 ms target, 100 ms interval).
     pub fn codel() -> AqmConfig {
         AqmConfig::CoDel {
-            target: 5 * MS,
-            interval: 100 * MS,
+            target: codel_target(),
+            interval: codel_interval(),
             ecn: false,
         }
     }
@@ -86,11 +171,11 @@ impl AqmConfig {
     /// PIE with RFC 8033's defaults.
     pub fn pie() -> AqmConfig {
         AqmConfig::Pie {
-            target: 15 * MS,
-            t_update: 15 * MS,
-            alpha: 0.125,
-            beta: 1.25,
-            max_burst: 150 * MS,
+            target: pie_target(),
+            t_update: pie_t_update(),
+            alpha: pie_alpha(),
+            beta: pie_beta(),
+            max_burst: pie_max_burst(),
             ecn: false,
         }
     }

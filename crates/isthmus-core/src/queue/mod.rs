@@ -38,7 +38,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 /// How a PIFO ranks packets (lower ranks leave first). Serialised beside the PIFO's
 /// kind: `{"kind": "pifo", "rank": "deadline", "budgets": [...]}`.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "rank", rename_all = "snake_case")]
 pub enum Rank {
     /// Arrival time: a FIFO.
@@ -48,41 +48,74 @@ pub enum Rank {
     /// Start-time fair queueing's virtual start tag: per-flow fair shares.
     StartTime,
     /// Creation time plus a per-class delay budget: earliest deadline first.
-    Deadline { budgets: Vec<Time> },
+    Deadline {
+        /// Each class's delay budget.
+        #[schemars(length(min = 1, max = MAX_CLASSES), extend("unit" = "ps"))]
+        budgets: Vec<Time>,
+    },
 }
+
+/// Traffic classes a port's scheduler may serve: the engine keeps per-class counters
+/// (and deficits, finish times, AQMs) on every port, so a class costs memory on all.
+pub const MAX_CLASSES: usize = 64;
 
 /// Serialised tagged by `kind`. Unlike the other configurations it cannot refuse an
 /// unknown field (serde does not combine that with PIFO's flattened rank); Python's
 /// scheduler models refuse one before it gets here.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SchedulerConfig {
+    /// First in, first out.
     Fifo,
+    /// One queue per class (the packet's priority field); class 0 is served first.
     StrictPriority {
+        /// Classes served.
+        #[schemars(range(min = 1, max = MAX_CLASSES))]
         classes: u8,
     },
+    /// Deficit round robin: each class may send `quanta[c]` bytes per round.
     Drr {
+        /// Each class's bytes per round.
+        #[schemars(length(min = 1, max = MAX_CLASSES), extend("unit" = "bytes", "item_minimum" = 1))]
         quanta: Vec<u32>,
     },
+    /// Weighted fair queueing (self-clocked): class c gets weights[c] / sum of shares.
     Wfq {
+        /// Each class's share.
+        #[schemars(length(min = 1, max = MAX_CLASSES), extend("item_minimum" = 1))]
         weights: Vec<u32>,
     },
+    /// A queue per flow, each with its own AQM, served round robin (RFC 8290).
     Fq {
+        /// Bytes a flow may send per round.
+        #[serde(default = "fq_quantum")]
+        #[schemars(extend("unit" = "bytes", "exclusiveMinimum" = 0))]
         quantum: u32,
     },
+    /// Push-in first-out by rank.
     Pifo {
         #[serde(flatten)]
         rank: Rank,
     },
 }
 
+/// Packets a device FIFO below a port's discipline may hold.
+pub const MAX_DEVICE_QUEUE: u32 = 1_000_000;
+
+/// FQ-CoDel's customary quantum: one full Ethernet frame.
+fn fq_quantum() -> u32 {
+    1514
+}
+
 /// Everything about one port's queueing; can be replaced while the simulation runs.
 /// Crosses into the engine as one serialised value (`class_aqm` and `device_queue` may
 /// be left out: none, 0).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueueConfig {
+    /// Most the port's queues hold together.
     pub limit: Limit,
+    /// Which packet goes next.
     pub scheduler: SchedulerConfig,
     /// The AQM of every queue of the port ...
     pub aqm: AqmConfig,
@@ -94,6 +127,7 @@ pub struct QueueConfig {
     /// keeps 100), 0 for none: the discipline hands packets down whenever the device
     /// has room, so its AQM and limit see only what waits above the device.
     #[serde(default)]
+    #[schemars(range(max = MAX_DEVICE_QUEUE), extend("unit" = "packets"))]
     pub device_queue: u32,
 }
 
@@ -152,9 +186,9 @@ impl QueueConfig {
                 self.classes()
             ));
         }
-        if self.device_queue > 1_000_000 {
+        if self.device_queue > MAX_DEVICE_QUEUE {
             return Err(format!(
-                "device_queue {} packets is more than the 1000000 a device may hold",
+                "device_queue {} packets is more than the {MAX_DEVICE_QUEUE} a device may hold",
                 self.device_queue
             ));
         }

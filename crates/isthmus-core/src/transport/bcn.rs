@@ -35,13 +35,24 @@ pub const PROTO_BCN: u8 = 0xFD;
 pub const FEEDBACK_BYTES: u32 = 64;
 const UDP_HEADER_BYTES: u32 = 28;
 
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// A BCN congestion point's settings (queues in packets).
+#[derive(
+    Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(default, deny_unknown_fields)]
 pub struct BcnPointConfig {
+    /// Probability of sampling an arriving packet (Pm).
     #[serde(rename = "pm")]
+    #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0.0))]
     pub sample_probability: f64,
+    /// Equilibrium queue (Qeq): below it only positive feedback goes out.
+    #[schemars(range(min = 0.0), extend("unit" = "packets"))]
     pub q_eq: f64,
+    /// Severe-congestion queue (Qsc): at or above it sources are told to STOP.
+    #[schemars(extend("unit" = "packets", "exclusiveMinimum" = 0.0))]
     pub q_sc: f64,
+    /// Weight of the queue's change in the feedback e = -(q - Qeq + w (q - q_prev)).
+    #[schemars(range(min = 0.0))]
     pub w: f64,
 }
 
@@ -157,20 +168,71 @@ impl BcnPoint {
 /// A BCN reaction point's settings (rates in bit/s, pauses in ps); crosses into the
 /// engine as one value with every field (Python starts from `ibcn`'s, which
 /// `engine_defaults` publishes).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct BcnSourceConfig {
+    /// The source's access-link rate.
+    #[schemars(extend("unit" = "bit/s", "exclusiveMinimum" = 0))]
     pub line_rate: Rate,
+    /// Wire bytes per datagram, headers included.
+    #[serde(default = "bcn_packet_size")]
+    #[schemars(range(min = 29), extend("unit" = "bytes"))]
     pub packet_size: u32,
+    /// Rate unit of an increase (Ru): r += Gi e Ru.
+    #[serde(default = "bcn_ru")]
+    #[schemars(extend("unit" = "bit/s"))]
     pub ru: Rate,
+    /// Increase gain (Gi).
+    #[serde(default = "bcn_gi")]
+    #[schemars(extend("exclusiveMinimum" = 0.0))]
     pub gi: f64,
+    /// Decrease gain (Gd): r *= 1 + Gd e.
+    #[serde(default = "bcn_gd")]
+    #[schemars(extend("exclusiveMinimum" = 0.0))]
     pub gd: f64,
+    /// Rate after a STOP's pause (the fair share, or the current rate if lower).
+    #[schemars(extend("unit" = "bit/s", "exclusiveMinimum" = 0))]
     pub restart_rate: Rate,
+    /// Shortest pause after a STOP.
+    #[serde(default = "bcn_min_pause")]
+    #[schemars(extend("unit" = "ps"))]
     pub min_pause: Time,
+    /// Longest pause after a STOP.
+    #[serde(default = "bcn_max_pause")]
+    #[schemars(extend("unit" = "ps"))]
     pub max_pause: Time,
+    /// The rate a regulator never goes below.
+    #[serde(default = "bcn_min_rate")]
+    #[schemars(extend("unit" = "bit/s", "exclusiveMinimum" = 0))]
     pub min_rate: Rate,
     /// The most it sends, regulated or not: its offered load.
+    #[schemars(extend("unit" = "bit/s", "exclusiveMinimum" = 0))]
     pub max_rate: Rate,
+}
+
+// The IBCN paper's reaction point (its section IV.D), each value written once.
+fn bcn_packet_size() -> u32 {
+    1500
+}
+fn bcn_ru() -> Rate {
+    3_000_000
+}
+fn bcn_gi() -> f64 {
+    4.0
+}
+fn bcn_gd() -> f64 {
+    0.02
+}
+fn bcn_min_pause() -> Time {
+    200 * MS
+}
+fn bcn_max_pause() -> Time {
+    800 * MS
+}
+fn bcn_min_rate() -> Rate {
+    1_000_000
 }
 
 impl BcnSourceConfig {
@@ -178,14 +240,14 @@ impl BcnSourceConfig {
     pub fn ibcn(line_rate: Rate, fair_share: Rate) -> BcnSourceConfig {
         BcnSourceConfig {
             line_rate,
-            packet_size: 1500,
-            ru: 3_000_000,
-            gi: 4.0,
-            gd: 0.02,
+            packet_size: bcn_packet_size(),
+            ru: bcn_ru(),
+            gi: bcn_gi(),
+            gd: bcn_gd(),
             restart_rate: fair_share,
-            min_pause: 200 * MS,
-            max_pause: 800 * MS,
-            min_rate: 1_000_000,
+            min_pause: bcn_min_pause(),
+            max_pause: bcn_max_pause(),
+            min_rate: bcn_min_rate(),
             max_rate: line_rate,
         }
     }

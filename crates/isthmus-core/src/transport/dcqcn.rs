@@ -62,46 +62,117 @@ const DATA_ACK_REQUEST: u8 = 4;
 /// A DCQCN sender's settings (rates in bit/s, times in ps); crosses into the engine as
 /// one value with every field (Python starts from `paper`'s, which `engine_defaults`
 /// publishes).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct DcqcnConfig {
     /// Payload bytes per packet.
+    #[serde(default = "dcqcn_mtu_payload")]
+    #[schemars(extend("unit" = "bytes", "exclusiveMinimum" = 0))]
     pub mtu_payload: u32,
+    /// The sender's access-link rate, where it starts.
+    #[schemars(extend("unit" = "bit/s", "exclusiveMinimum" = 0))]
     pub line_rate: Rate,
+    /// Gain of alpha's moving average of CNPs.
+    #[serde(default = "dcqcn_g")]
+    #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0.0))]
     pub g: f64,
+    /// Alpha decays by (1 - g) every this long without a CNP.
+    #[serde(default = "dcqcn_period")]
+    #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
     pub alpha_period: Time,
+    /// One rate-increase event per this long.
+    #[serde(default = "dcqcn_period")]
+    #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
     pub timer: Time,
+    /// One rate-increase event per this many bytes sent.
+    #[serde(default = "dcqcn_byte_counter")]
+    #[schemars(extend("unit" = "bytes", "exclusiveMinimum" = 0))]
     pub byte_counter: u64,
+    /// Increase events of fast recovery before additive increase (F).
+    #[serde(default = "dcqcn_fast_recovery_stages")]
     pub fast_recovery_stages: u32,
+    /// Additive increase of the target rate (R_AI).
+    #[serde(default = "dcqcn_rate_ai")]
+    #[schemars(extend("unit" = "bit/s"))]
     pub rate_ai: Rate,
+    /// Hyper-active increase of the target rate (R_HAI).
+    #[serde(default = "dcqcn_rate_hai")]
+    #[schemars(extend("unit" = "bit/s"))]
     pub rate_hai: Rate,
+    /// The receiver sends at most one CNP per flow per this long.
+    #[serde(default = "dcqcn_cnp_interval")]
+    #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
     pub cnp_interval: Time,
     /// The sender asks for an ACK every this many packets (progress reports; losses
     /// are NAKed at once).
+    #[serde(default = "dcqcn_ack_every")]
+    #[schemars(extend("unit" = "packets", "exclusiveMinimum" = 0))]
     pub ack_every: u32,
     /// The least loss timeout (a flow's own is also at least twice its path's packet
     /// lifetime).
+    #[serde(default = "dcqcn_retransmit_timeout")]
+    #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
     pub retransmit_timeout: Time,
+    /// The rate a sender never goes below.
+    #[serde(default = "dcqcn_min_rate")]
+    #[schemars(extend("unit" = "bit/s", "exclusiveMinimum" = 0))]
     pub min_rate: Rate,
+}
+
+// The DCQCN paper's parameters (Zhu et al. 2015), each written once.
+fn dcqcn_mtu_payload() -> u32 {
+    1000
+}
+fn dcqcn_g() -> f64 {
+    1.0 / 256.0
+}
+fn dcqcn_period() -> Time {
+    55 * US
+}
+fn dcqcn_byte_counter() -> u64 {
+    10 * 1024 * 1024
+}
+fn dcqcn_fast_recovery_stages() -> u32 {
+    5
+}
+fn dcqcn_rate_ai() -> Rate {
+    40_000_000
+}
+fn dcqcn_rate_hai() -> Rate {
+    100_000_000
+}
+fn dcqcn_cnp_interval() -> Time {
+    50 * US
+}
+fn dcqcn_ack_every() -> u32 {
+    16
+}
+fn dcqcn_retransmit_timeout() -> Time {
+    MS
+}
+fn dcqcn_min_rate() -> Rate {
+    10_000_000
 }
 
 impl DcqcnConfig {
     /// The DCQCN paper's parameters (Zhu et al. 2015) at `line_rate`.
     pub fn paper(line_rate: Rate) -> DcqcnConfig {
         DcqcnConfig {
-            mtu_payload: 1000,
+            mtu_payload: dcqcn_mtu_payload(),
             line_rate,
-            g: 1.0 / 256.0,
-            alpha_period: 55 * US,
-            timer: 55 * US,
-            byte_counter: 10 * 1024 * 1024,
-            fast_recovery_stages: 5,
-            rate_ai: 40_000_000,
-            rate_hai: 100_000_000,
-            cnp_interval: 50 * US,
-            ack_every: 16,
-            retransmit_timeout: MS,
-            min_rate: 10_000_000,
+            g: dcqcn_g(),
+            alpha_period: dcqcn_period(),
+            timer: dcqcn_period(),
+            byte_counter: dcqcn_byte_counter(),
+            fast_recovery_stages: dcqcn_fast_recovery_stages(),
+            rate_ai: dcqcn_rate_ai(),
+            rate_hai: dcqcn_rate_hai(),
+            cnp_interval: dcqcn_cnp_interval(),
+            ack_every: dcqcn_ack_every(),
+            retransmit_timeout: dcqcn_retransmit_timeout(),
+            min_rate: dcqcn_min_rate(),
         }
     }
 

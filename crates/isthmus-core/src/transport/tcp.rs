@@ -52,12 +52,16 @@ const NIC_TIMER: u32 = super::NIC_DRAINED_TOKEN;
 const NIC_REFUSED: u32 = super::NIC_REFUSED_TOKEN;
 
 /// DCTCP parameters.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(default, deny_unknown_fields)]
 pub struct Dctcp {
-    /// EWMA gain for α.
+    /// DCTCP's EWMA gain for alpha, the fraction of marked bytes.
+    #[schemars(range(max = 1.0), extend("exclusiveMinimum" = 0.0))]
     pub g: f64,
-    /// α before the first window is measured (1 halves cwnd at the first mark).
+    /// Alpha before the first window is measured (1 halves cwnd at the first mark).
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub initial_alpha: f64,
 }
 
@@ -73,25 +77,36 @@ impl Default for Dctcp {
 /// TCP parameters; the defaults are the reference benchmark's (ARCHITECTURE.md §6).
 /// Crosses into the engine as one value, a field left out taking its default; the
 /// congestion control comes from the flow's transport (`for_transport`), not from it.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(default, deny_unknown_fields)]
 pub struct TcpConfig {
     /// Payload bytes per full segment.
+    #[schemars(range(min = 1, max = 65_495), extend("unit" = "bytes"))]
     pub mss: u32,
-    /// Initial congestion window, in segments.
+    /// Initial congestion window.
+    #[schemars(range(min = 1), extend("unit" = "segments"))]
     pub initial_cwnd: u32,
     /// Floor of the retransmission timeout.
+    #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
     pub min_rto: Time,
-    /// Ceiling of the retransmission timeout.
+    /// Ceiling of the retransmission timeout (at least min_rto).
+    #[schemars(extend("unit" = "ps"))]
     pub max_rto: Time,
     /// Timeout before the first RTT sample (the SYN's).
+    #[schemars(extend("unit" = "ps", "exclusiveMinimum" = 0))]
     pub initial_rto: Time,
-    /// Receive window: most bytes in flight the receiver allows.
+    /// Receive window: most bytes in flight the receiver allows (at least one mss).
+    #[schemars(extend("unit" = "bytes"))]
     pub rwnd: u64,
     /// ACK after this many in-order segments (1: every segment).
+    #[schemars(range(min = 1), extend("unit" = "segments"))]
     pub ack_every: u32,
     /// Longest an ACK is delayed when fewer than `ack_every` segments arrived.
+    #[schemars(extend("unit" = "ps"))]
     pub delayed_ack_timeout: Time,
+    /// DCTCP's marking response, for flows whose transport is DCTCP.
     pub dctcp: Option<Dctcp>,
     /// DCTCP marks its SYN, SYN-ACK and pure ACKs ECN-capable too (RFC 8257 section
     /// 3.4's practice, as Linux's and ns-3's DCTCP do), so a marking queue marks them
@@ -114,9 +129,11 @@ pub struct TcpConfig {
     pub timestamps: bool,
     /// CUBIC congestion avoidance (RFC 9438) instead of NewReno's.
     #[serde(skip)]
+    #[schemars(skip)]
     pub cubic: Option<super::cubic::Cubic>,
     /// Initial sequence number; None draws one from the flow's random stream.
     #[serde(skip)]
+    #[schemars(skip)]
     pub isn: Option<u32>,
     /// Small-queue backpressure (Linux's TCP Small Queues): the sender hands its NIC
     /// no more while this many bytes of it wait there: the larger of two full packets
@@ -126,6 +143,7 @@ pub struct TcpConfig {
     /// and a refused data segment reduces the window once (Linux's queue disc
     /// backpressure). None: off (the NIC takes whatever the window allows, and drops
     /// beyond its limit).
+    #[schemars(extend("unit" = "ps"))]
     pub small_queue_time: Option<Time>,
 }
 
