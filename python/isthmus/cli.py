@@ -1019,17 +1019,36 @@ def show(
             return format_time(int(value[:-2]))
         return json.dumps(value)
 
-    table = Table("setting", "value", title="settings (defaults included)")
+    meanings = _setting_meanings()
+    table = Table("setting", "value", "meaning", title="settings (defaults included)")
     for section, values in settings.items():
         if isinstance(values, dict):
             for key, value in values.items():
-                table.add_row(_literal(f"{section}.{key}"), _literal(shown(value)))
+                meaning = meanings.get((section, key), "")
+                table.add_row(*map(_literal, (f"{section}.{key}", shown(value), meaning)))
         else:
-            table.add_row(_literal(section), _literal(shown(values)))
+            table.add_row(_literal(section), _literal(shown(values)), _literal(""))
     console.print(table)
     if routes is not None:
         for route in routes:
             console.print(_literal(route))
+
+
+def _setting_meanings() -> dict[tuple[str, str], str]:
+    """Each scenario setting's meaning, (section, key) -> text, as the scenario schema
+    gives it (the engine's declaration, for the engine's parameters)."""
+    schema = Scenario.model_json_schema()
+    definitions = schema.get("$defs", {})
+    out = {}
+    for section, spec in schema["properties"].items():
+        refs = [spec, *spec.get("anyOf", [])]
+        ref = next((r["$ref"] for r in refs if "$ref" in r), None)
+        if ref is None:
+            continue
+        for key, field in definitions[ref.rsplit("/", 1)[1]].get("properties", {}).items():
+            if field.get("description"):
+                out[(section, key)] = field["description"]
+    return out
 
 
 def _shortest_paths(spec: Scenario, base: Path, hosts: tuple[int, int]) -> list[str]:
@@ -1055,6 +1074,49 @@ def schema(
     else:
         _write_text(out, text, "--out")
         console.print(_literal(f"written to {out}"))
+
+
+@app.command()
+def parameters(
+    match: str | None = typer.Argument(
+        None, help="Only parameters whose type, kind or name contains this (e.g. 'aqm', 'rto')."
+    ),
+    markdown: bool = typer.Option(False, help="Print docs/parameters.md instead of a table."),
+    out: Path | None = typer.Option(
+        None, callback=_output_file, help="Write it to this file instead of printing it."
+    ),
+) -> None:
+    """Every parameter the engine takes: its meaning, unit, default and valid range, as
+    the engine declares it (the one declaration Python's models and the scenario schema
+    are built from)."""
+    from isthmus import declared
+
+    if markdown:
+        if match is not None:
+            _fail("--markdown writes the whole page; leave out the filter")
+        text = declared.markdown()
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            _write_text(out, text, "--out")
+            console.print(_literal(f"written to {out}"))
+        return
+    if out is not None:
+        _fail("--out goes with --markdown")
+    needle = (match or "").lower()
+    chosen = [
+        row
+        for row in declared.rows()
+        if needle in f"{row['type']} {row['kind']} {row['parameter']}".lower()
+    ]
+    if not chosen:
+        _fail(f"no parameter's type, kind or name contains {match!r}")
+    table = Table("type", "parameter", "unit", "default", "range", "meaning", title="parameters")
+    for row in chosen:
+        where = row["type"] + (f" {row['kind']}" if row["kind"] else "")
+        cells = (where, row["parameter"], row["unit"], row["default"], row["range"], row["meaning"])
+        table.add_row(*(_literal(cell) for cell in cells))
+    console.print(table)
 
 
 def _literal(text: str) -> Text:

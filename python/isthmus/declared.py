@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, create_model
+from pydantic import AfterValidator, BaseModel, Field, create_model, model_validator
 
 from isthmus import _core, units
 from isthmus.arguments import checked
@@ -69,6 +69,11 @@ class Parameter:
     unit: str | None
     required: bool
     nullable: bool
+    # A field of one flattened sub-kind only (PIFO's budgets: rank "deadline"): the tag
+    # and the value it goes with.
+    only_with: tuple[str, str] | None = None
+    # The declared type the field holds, if it holds one (a QueueConfig, a Pfc).
+    holds: str | None = None
 
     @property
     def has_default(self) -> bool:
@@ -95,7 +100,13 @@ class Parameter:
         return out
 
     def range_text(self) -> str:
-        """The valid range in words ("(0, 1]", ">= 1"), "" where any value goes."""
+        """The valid range in words ("(0, 1]", ">= 1"; a list's length and items' range
+        for a list), "" where any value goes."""
+        if self.schema.get("type") == "array" and "items" in self.schema:
+            low, high = self.schema.get("minItems"), self.schema.get("maxItems")
+            length = f"{low}-{high} entries" if low is not None and high is not None else ""
+            each = self.schema.get("item_minimum")
+            return ", ".join(t for t in (length, f"each >= {each}" if each else "") if t)
         # A bound that only restates the storage type (unsigned, 32 bits) says nothing.
         b = {
             k: v
@@ -117,7 +128,8 @@ class Parameter:
         value = self.default
         if value is None or self.unit not in UNITS:
             return value
-        return UNITS[self.unit].to_user(value)
+        to_user = UNITS[self.unit].to_user
+        return [to_user(v) for v in value] if isinstance(value, list) else to_user(value)
 
 
 def default(type_name: str, name: str, kind: str | None = None) -> Any:
@@ -165,9 +177,11 @@ def parameters(type_name: str, kind: str | None = None) -> dict[str, Parameter]:
             continue
         schema = dict(raw)
         nullable = False
+        holds = schema.get("$ref")
         if "anyOf" in schema:  # Option<T> of a declared type: [T, null]
             options = [o for o in schema.pop("anyOf") if o.get("type") != "null"]
             nullable = True
+            holds = options[0].get("$ref")
             schema = {**_resolve(options[0]), **schema}
         schema = _resolve(schema)
         if isinstance(schema.get("type"), list):  # Option<number>: ["integer", "null"]
@@ -181,7 +195,41 @@ def parameters(type_name: str, kind: str | None = None) -> dict[str, Parameter]:
             unit=schema.get("unit"),
             required=name in required,
             nullable=nullable,
+            holds=holds.rsplit("/", 1)[1] if holds and schema.get("unit") is None else None,
         )
+    if kind is not None and "oneOf" in declared:
+        out |= _flattened(type_name, declared)
+    return out
+
+
+def _flattened(type_name: str, declared: dict) -> dict[str, Parameter]:
+    """A kind's flattened tagged sub-kinds (PIFO's rank): the tag as one parameter
+    whose values are the sub-kinds, and each sub-kind's fields as parameters that go
+    with that value only."""
+    subkinds = declared["oneOf"]
+    tag = next(iter(subkinds[0]["properties"]))
+    values = [v["properties"][tag]["const"] for v in subkinds]
+    meaning = " ".join(
+        f"`{v['properties'][tag]['const']}`: {_one_line(v.get('description', ''))}"
+        for v in subkinds
+    )
+    out = {
+        tag: Parameter(type_name, tag, meaning, {"enum": values}, None, True, False),
+    }
+    for subkind, value in zip(subkinds, values, strict=True):
+        for name, schema in subkind["properties"].items():
+            if name == tag:
+                continue
+            out[name] = Parameter(
+                type_name,
+                name,
+                _one_line(schema.get("description", "")),
+                {**schema, "default": [] if schema.get("type") == "array" else None},
+                schema.get("unit"),
+                required=False,
+                nullable=schema.get("type") != "array",
+                only_with=(tag, value),
+            )
     return out
 
 
@@ -238,6 +286,8 @@ def _python_type(parameter: Parameter) -> object:
         base = Annotated[list[_python_type(item)], Field(**lengths)]
     elif "enum" in schema:
         base = Literal[tuple(schema["enum"])]
+    elif "oneOf" in schema and all("const" in option for option in schema["oneOf"]):
+        base = Literal[tuple(option["const"] for option in schema["oneOf"])]
     else:
         raise TypeError(f"{parameter.type_name}.{parameter.name}: no Python form declared")
     return base | None if parameter.nullable else base
@@ -266,10 +316,29 @@ class DeclaredModel(Strict):
     declared_fields: ClassVar[tuple] = ()
     declared_kind: ClassVar[str | None] = None
 
+    @model_validator(mode="after")
+    def _sub_kind_fields(self) -> DeclaredModel:
+        for field_name, _, parameter in self.declared_fields:
+            if parameter.only_with is None:
+                continue
+            tag, value = parameter.only_with
+            given = bool(getattr(self, field_name))
+            if given != (getattr(self, tag) == value):
+                raise ValueError(
+                    f"{field_name} goes with {tag} {value!r}, and only with it"
+                    + (f": {parameter.meaning}" if parameter.meaning else "")
+                )
+        return self
+
     def engine(self) -> dict:
         """The engine's form: every declared field in its unit (nested types nested)."""
         out: dict = {} if self.declared_kind is None else {"kind": self.declared_kind}
         for field_name, nest, parameter in self.declared_fields:
+            if (
+                parameter.only_with
+                and getattr(self, parameter.only_with[0]) != (parameter.only_with[1])
+            ):
+                continue
             value = _engine_value(parameter, getattr(self, field_name))
             if nest is None:
                 out[parameter.name] = value
@@ -359,3 +428,102 @@ def catalogue() -> list[tuple[str, str, Parameter]]:
             for parameter in parameters(type_name, kind).values():
                 rows.append((type_name, kind or "", parameter))
     return rows
+
+
+def _shown_default(parameter: Parameter) -> str:
+    if not parameter.has_default or parameter.required:
+        return "required"
+    value = parameter.user_default()
+    if value is None:
+        return "none"
+    if isinstance(value, dict):  # a whole nested configuration: its own rows say it
+        return "its defaults"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def rows() -> list[dict[str, str]]:
+    """Every declared parameter as the words a table shows: where it is declared (type
+    and kind), its name, unit, default, range and meaning."""
+    out = []
+    for type_name, kind, parameter in catalogue():
+        unit = UNITS[parameter.unit].shown if parameter.unit in UNITS else parameter.unit or ""
+        if parameter.holds:
+            unit = parameter.holds
+        out.append(
+            {
+                "type": type_name,
+                "kind": kind,
+                "parameter": parameter.name,
+                "unit": unit,
+                "default": _shown_default(parameter),
+                "range": parameter.range_text(),
+                "meaning": parameter.meaning,
+            }
+        )
+    return out
+
+
+def _choices(schema: dict) -> list[tuple[str, str]]:
+    """A type's alternatives as (value, meaning): its kinds, or its plain values."""
+    out = []
+    for option in schema.get("oneOf", []):
+        value = option.get("const") or option.get("properties", {}).get("kind", {}).get("const")
+        if value is not None:
+            out.append((value, _one_line(option.get("description", ""))))
+    return out
+
+
+def _table(parameters_rows: list[dict[str, str]]) -> list[str]:
+    lines = [
+        "| parameter | unit | default | range | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in parameters_rows:
+        unit = row["unit"]
+        if unit in DECLARED:  # a field holding another declared type links to its section
+            unit = f"[{unit}](#{unit.lower()})"
+        cells = [f"`{row['parameter']}`", unit, row["default"], row["range"]]
+        cells.append(row["meaning"].replace("|", "\\|"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def markdown() -> str:
+    """docs/parameters.md: every declared type, its kinds or values, and a table of
+    its parameters."""
+    lines = [
+        "# Parameters",
+        "",
+        "Every parameter the engine takes, with its meaning, unit, default and valid range,",
+        "as the engine's own types declare them (`crates/isthmus-core/src/declared.rs`).",
+        "Python's models (`isthmus.queues`, `isthmus.transport.TcpParams`, the BCN, DCQCN and",
+        "PFC settings), the scenario schema (`isthmus schema`) and this page are derived from",
+        "that one declaration; `isthmus parameters` prints it, and",
+        "`isthmus parameters --markdown --out docs/parameters.md` writes this page (a test",
+        "keeps the two equal).",
+        "",
+        "A time is written with its unit (`5ms`, `200us`), a size in bytes (`1460B`, `64KB`),",
+        "a rate in bit/s (`10Gbps`), a queue limit in packets or bytes (`250pkts`, `300KB`);",
+        "the Python API also takes an integer in the engine's unit (ps, bytes, bit/s).",
+    ]
+    by_type: dict[str, list[dict[str, str]]] = {}
+    for row in rows():
+        by_type.setdefault(row["type"], []).append(row)
+    for type_name, schema in DECLARED.items():
+        lines += ["", f"## {type_name}", ""]
+        if schema.get("description"):
+            lines += [_one_line(schema["description"]), ""]
+        choices = _choices(schema)
+        if choices:
+            word = "kind" if any("properties" in o for o in schema["oneOf"]) else "value"
+            lines += [f"One {word} of:", ""]
+            lines += [f"- `{value}`: {meaning}" for value, meaning in choices]
+            lines.append("")
+        own = [row for row in by_type.get(type_name, []) if not row["kind"]]
+        if own:
+            lines += _table(own)
+        for kind, _ in choices:
+            of_kind = [row for row in by_type.get(type_name, []) if row["kind"] == kind]
+            if of_kind:
+                lines += ["", f"### {type_name} `{kind}`", "", *_table(of_kind)]
+    return "\n".join(line for line in lines).replace("\n\n\n", "\n\n").rstrip() + "\n"

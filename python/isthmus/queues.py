@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import Field, TypeAdapter, model_validator
+from pydantic import Field, TypeAdapter
 
 from isthmus import arguments, declared
 from isthmus.arguments import checked
-from isthmus.fields import QueueLimit, Strict, Time
+from isthmus.fields import QueueLimit, Strict
 
 _QUEUE = declared.parameters("QueueConfig")
 MAX_DEVICE_QUEUE: int = _QUEUE["device_queue"].bounds()["le"]
@@ -41,34 +41,12 @@ StrictPriority = _declared("SchedulerConfig", "strict_priority", "StrictPriority
 Drr = _declared("SchedulerConfig", "drr", "Drr")
 Wfq = _declared("SchedulerConfig", "wfq", "Wfq")
 Fq = _declared("SchedulerConfig", "fq", "Fq")
+Pifo = _declared("SchedulerConfig", "pifo", "Pifo")
 DropTail = _declared("AqmConfig", "drop_tail", "DropTail")
 Red = _declared("AqmConfig", "red", "Red")
 Ramp = _declared("AqmConfig", "ramp", "Ramp")
 CoDel = _declared("AqmConfig", "codel", "CoDel")
 Pie = _declared("AqmConfig", "pie", "Pie")
-
-
-class Pifo(Strict):
-    """Push-in first-out by rank: arrival (FIFO), remaining_size (SRPT), start_time
-    (start-time fair queueing) or deadline (creation time + budgets[class]). Written by
-    hand: the engine flattens the rank into the scheduler, which its declaration cannot
-    spell as fields."""
-
-    kind: Literal["pifo"] = "pifo"
-    rank: Literal["arrival", "remaining_size", "start_time", "deadline"]
-    budgets: Annotated[list[Time], Field(max_length=MAX_CLASSES)] = []
-
-    @model_validator(mode="after")
-    def _budgets(self) -> Pifo:
-        if (self.rank == "deadline") != bool(self.budgets):
-            raise ValueError("budgets go with rank 'deadline' only, one per class")
-        return self
-
-    def engine(self) -> dict:
-        out = {"kind": "pifo", "rank": self.rank}
-        if self.rank == "deadline":
-            out["budgets"] = [declared.UNITS["ps"].to_engine(b) for b in self.budgets]
-        return out
 
 
 class Step(Strict):

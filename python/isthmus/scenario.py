@@ -290,29 +290,49 @@ PfcModel = declared.model(
 )
 
 BufferAlpha = declared.typed("SharedBuffer", "alpha")
+Routing = declared.typed("EngineConfig", "routing")
+_ENGINE = declared.parameters("EngineConfig")
+_QUEUE = declared.parameters("QueueConfig")
 
 
 class Network(Strict):
     """Routing and queueing. `ecn_threshold` puts DCTCP's step marker on every port;
     `scheduler` and `aqm` (see `isthmus.queues`) shape switch ports instead."""
 
-    routing: Literal["ecmp", "spray", "single_path"] = "ecmp"
-    host_queue: QueueLimit = DEFAULT_LIMITS["host_queue"]
-    # How a host NIC serves its flows: FIFO, or e.g. { kind = "fq" } for round robin
-    # between them (an RDMA NIC's queue-pair arbitration).
-    host_scheduler: Scheduler | None = None
-    switch_queue: QueueLimit = DEFAULT_LIMITS["switch_queue"]
-    ecn_threshold: QueueLimit | None = None
-    scheduler: Scheduler | None = None
-    aqm: Aqm | None = None
-    link_traces: list[LinkTraceModel] = []
-    port_queues: list[PortQueueModel] = []
-    # A device FIFO below every port's discipline (ns-3's point-to-point: 100 packets).
-    device_queue: DeviceQueue = 0
-    shared_buffer: Size | None = None
-    buffer_alpha: BufferAlpha = 1.0
-    pfc: PfcModel | None = None
-    bcn: BcnModel | None = None
+    routing: Routing = Field(
+        declared.default("EngineConfig", "routing"), description=_ENGINE["routing"].meaning
+    )
+    host_queue: QueueLimit = Field(
+        DEFAULT_LIMITS["host_queue"], description="most a host NIC's queue holds"
+    )
+    host_scheduler: Scheduler | None = Field(
+        None,
+        description='how a host NIC serves its flows: FIFO, or e.g. { kind = "fq" } for '
+        "round robin between them (an RDMA NIC's queue-pair arbitration)",
+    )
+    switch_queue: QueueLimit = Field(
+        DEFAULT_LIMITS["switch_queue"], description="most a switch port's queue holds"
+    )
+    ecn_threshold: QueueLimit | None = Field(
+        None, description="DCTCP's step marker on every switch port: mark above this queue"
+    )
+    scheduler: Scheduler | None = Field(None, description=_QUEUE["scheduler"].meaning)
+    aqm: Aqm | None = Field(None, description=_QUEUE["aqm"].meaning)
+    link_traces: list[LinkTraceModel] = Field(
+        [], description="link directions whose capacity follows a recorded trace"
+    )
+    port_queues: list[PortQueueModel] = Field(
+        [], description="switch ports queueing otherwise than the network's"
+    )
+    device_queue: DeviceQueue = Field(0, description=_QUEUE["device_queue"].meaning)
+    shared_buffer: Size | None = Field(
+        None, description=declared.parameters("SharedBuffer")["bytes"].meaning
+    )
+    buffer_alpha: BufferAlpha = Field(
+        1.0, description=declared.parameters("SharedBuffer")["alpha"].meaning
+    )
+    pfc: PfcModel | None = Field(None, description=_ENGINE["pfc"].meaning)
+    bcn: BcnModel | None = Field(None, description=_ENGINE["bcn"].meaning)
 
     @model_validator(mode="after")
     def _one_marker(self) -> Network:

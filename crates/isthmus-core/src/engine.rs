@@ -39,8 +39,9 @@ fn serialization_time_bytes(bytes: u64, rate: Rate) -> Time {
     (bytes as u128 * 8 * SEC as u128 / rate as u128) as Time
 }
 
-/// Network-wide settings of an engine. Crosses into the engine as one serialised value;
-/// a field left out takes its `Default` (this is where the defaults are declared).
+/// Network-wide settings of a simulation.
+// Crosses into the engine as one serialised value; a field left out takes its `Default`
+// (this is where the defaults are declared).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
@@ -113,7 +114,9 @@ impl EngineConfig {
     }
 }
 
-/// IEEE 802.1Qbb priority flow control: when the bytes a switch holds that arrived
+/// IEEE 802.1Qbb priority flow control on every switch ingress.
+///
+/// When the bytes a switch holds that arrived
 /// through one port in a lossless priority exceed `xoff`, the switch pauses that
 /// priority on the upstream transmitter (the frame takes the link's propagation delay);
 /// below `xon` it resumes it. `lossless` has bit p set for each lossless priority

@@ -18,10 +18,11 @@
 use crate::rng::Rng;
 use crate::units::{Limit, Time, MS};
 
-/// Parameters of an AQM, one instance of which runs per queue (serialised tagged by
-/// `kind`: "drop_tail", "red", "ramp", "codel", "pie"; times in ps). Each field's
-/// meaning, unit, default and valid range are declared here, once: Python's models,
-/// the scenario schema and docs/parameters.md are derived from them (`crate::declared`).
+/// Which packets a queue drops or marks, and when; one instance runs per queue.
+// Serialised tagged by `kind`: "drop_tail", "red", "ramp", "codel", "pie"; times in ps.
+// Each field's meaning, unit, default and valid range are declared here, once: Python's
+// models, the scenario schema and docs/parameters.md are derived from them
+// (`crate::declared`).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AqmConfig {

@@ -59,9 +59,10 @@ pub enum Rank {
 /// (and deficits, finish times, AQMs) on every port, so a class costs memory on all.
 pub const MAX_CLASSES: usize = 64;
 
-/// Serialised tagged by `kind`. Unlike the other configurations it cannot refuse an
-/// unknown field (serde does not combine that with PIFO's flattened rank); Python's
-/// scheduler models refuse one before it gets here.
+/// Which of a port's waiting packets goes next.
+// Serialised tagged by `kind`. Unlike the other configurations it cannot refuse an
+// unknown field (serde does not combine that with PIFO's flattened rank); Python's
+// scheduler models refuse one before it gets here.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SchedulerConfig {
@@ -107,9 +108,9 @@ fn fq_quantum() -> u32 {
     1514
 }
 
-/// Everything about one port's queueing; can be replaced while the simulation runs.
-/// Crosses into the engine as one serialised value (`class_aqm` and `device_queue` may
-/// be left out: none, 0).
+/// Everything about one port's queueing; it can be replaced while a simulation runs.
+// Crosses into the engine as one serialised value (`class_aqm` and `device_queue` may
+// be left out: none, 0).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueueConfig {
@@ -117,10 +118,10 @@ pub struct QueueConfig {
     pub limit: Limit,
     /// Which packet goes next.
     pub scheduler: SchedulerConfig,
-    /// The AQM of every queue of the port ...
+    /// The AQM of every queue of the port but those `class_aqm` sets.
     pub aqm: AqmConfig,
-    /// ... except class c's, which runs `class_aqm[c]` where that is set (ECN marking
-    /// tuned per class, say).
+    /// Class c's AQM where `class_aqm[c]` is set, instead of `aqm` (ECN marking tuned
+    /// per class, say).
     #[serde(default)]
     pub class_aqm: Vec<Option<AqmConfig>>,
     /// Packets the device holds below the queue discipline (ns-3's point-to-point
@@ -183,6 +184,12 @@ impl QueueConfig {
             return Err(format!(
                 "per-class AQMs given for {} classes, but the scheduler has {}",
                 self.class_aqm.len(),
+                self.classes()
+            ));
+        }
+        if self.classes() > MAX_CLASSES {
+            return Err(format!(
+                "{} traffic classes is more than the {MAX_CLASSES} a port may serve",
                 self.classes()
             ));
         }

@@ -165,9 +165,9 @@ impl BcnPoint {
     }
 }
 
-/// A BCN reaction point's settings (rates in bit/s, pauses in ps); crosses into the
-/// engine as one value with every field (Python starts from `ibcn`'s, which
-/// `engine_defaults` publishes).
+/// A BCN reaction point's settings (the IBCN paper's by default).
+// Crosses into the engine as one value; the rates that depend on the source's host
+// (line rate, fair share, offered load) have no default.
 #[derive(
     Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]

@@ -59,9 +59,8 @@ pub const CNP: u8 = 3;
 /// A data packet that asks the receiver for an ACK (the BTH AckReq bit).
 const DATA_ACK_REQUEST: u8 = 4;
 
-/// A DCQCN sender's settings (rates in bit/s, times in ps); crosses into the engine as
-/// one value with every field (Python starts from `paper`'s, which `engine_defaults`
-/// publishes).
+/// A DCQCN sender's settings (the DCQCN paper's by default, Zhu et al. 2015).
+// Crosses into the engine as one value; the line rate is the sender's host's.
 #[derive(
     Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]

@@ -75,8 +75,8 @@ impl Default for Dctcp {
 }
 
 /// TCP parameters; the defaults are the reference benchmark's (ARCHITECTURE.md §6).
-/// Crosses into the engine as one value, a field left out taking its default; the
-/// congestion control comes from the flow's transport (`for_transport`), not from it.
+// Crosses into the engine as one value, a field left out taking its default; the
+// congestion control comes from the flow's transport (`for_transport`), not from it.
 #[derive(
     Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
