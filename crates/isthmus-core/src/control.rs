@@ -397,8 +397,8 @@ impl Engine {
         Ok(id)
     }
 
-    /// Installs an entry on `switch` after `delay`; returns its id.
-    #[allow(clippy::too_many_arguments)]
+    /// Installs a permanent entry on `switch` after `delay`; returns its id. (One that
+    /// expires is a `Command::AddEntry` with its timeouts.)
     pub fn add_entry(
         &mut self,
         delay: Time,
@@ -406,8 +406,6 @@ impl Engine {
         priority: u16,
         matcher: FlowMatch,
         action: FlowAction,
-        idle_timeout: Option<Time>,
-        hard_timeout: Option<Time>,
     ) -> Result<u32, String> {
         let cmd = Command::AddEntry {
             switch,
@@ -415,8 +413,8 @@ impl Engine {
             priority,
             matcher,
             action,
-            idle_timeout,
-            hard_timeout,
+            idle_timeout: None,
+            hard_timeout: None,
         };
         Ok(self.command(delay, cmd)?.expect("an entry is numbered"))
     }

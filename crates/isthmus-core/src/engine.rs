@@ -18,9 +18,10 @@ use crate::flowtable::{FlowAction, FlowTable, Forward, Group, Meter, Miss};
 use crate::packet::{
     Packet, PacketArena, PacketHeader, PacketId, PacketOptions, ECN_CE, ECN_NOT_ECT,
 };
-use crate::queue::{Admitted, PortQueue, QueueConfig, Queued, RankInputs};
+use crate::queue::{Admitted, Arrival, PortQueue, QueueConfig, Queued, RankInputs};
 use crate::rng::mix64;
 use crate::rng::{Rng, Stream};
+use crate::rounds::{DueRound, IncastRounds, RoundRecord, RoundTransport};
 use crate::routing::{choose, reduce, RouteTable, RoutingPolicy};
 use crate::telemetry::{PortCounters, Sampler};
 use crate::topology::{NodeKind, Topology};
@@ -968,8 +969,54 @@ impl Engine {
                     .events
                     .push((self.now, ControlEvent::FlowFinished { flow }));
             }
-            self.on_round_flow_finished(flow);
+            if let Some(next) = self.rounds.finished(flow, self.now) {
+                self.release_unfinished(next.job.senders.len());
+                self.start_round(next)
+                    .expect("a round that started once starts again");
+            }
         }
+    }
+
+    /// Adds an incast job whose first round starts at `start`; returns its id. The
+    /// flows of later rounds count as unfinished from now, so running until flows finish
+    /// runs every round.
+    pub fn add_incast_rounds(&mut self, job: IncastRounds, start: Time) -> Result<u32, String> {
+        job.validate()?;
+        // Everything a round could refuse is checked first, so a refused job leaves
+        // nothing behind.
+        for &s in &job.senders {
+            self.check_new_flow(s, job.receiver)?;
+        }
+        self.check_start(start)?;
+        let later = job.senders.len() * (job.rounds as usize - 1);
+        let first = self.rounds.add(job, start);
+        let id = first.id;
+        self.start_round(first)
+            .expect("the job was checked before it was added");
+        self.reserve_unfinished(later);
+        Ok(id)
+    }
+
+    fn start_round(&mut self, due: DueRound) -> Result<(), String> {
+        let job = &due.job;
+        let mut flows = Vec::with_capacity(job.senders.len());
+        for &src in &job.senders {
+            flows.push(match job.transport {
+                RoundTransport::Tcp(cfg) => {
+                    self.add_tcp_flow(src, job.receiver, job.size, due.at, &cfg)
+                }
+                RoundTransport::Dcqcn(cfg) => {
+                    self.add_dcqcn_flow(src, job.receiver, job.size, due.at, &cfg)
+                }
+            }?);
+        }
+        self.rounds.started(&due, &flows);
+        Ok(())
+    }
+
+    /// Every round of every incast job so far.
+    pub fn incast_rounds(&self) -> &[RoundRecord] {
+        self.rounds.records()
     }
 
     /// Counts `n` flows that will be added later as unfinished already (a workload that
@@ -1203,13 +1250,15 @@ impl Engine {
         let was_empty = port.queue.is_empty();
         let mut evicted = std::mem::take(&mut self.scratch);
         match port.queue.enqueue(
-            item,
-            rank,
-            delay,
+            Arrival {
+                item,
+                rank,
+                delay,
+                lossless,
+            },
             now,
             &mut port.rng,
             &mut evicted,
-            lossless,
         ) {
             Admitted::Dropped => self.drop_at_port(port_id, pkt),
             Admitted::Queued { marked } => {

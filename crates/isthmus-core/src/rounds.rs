@@ -6,7 +6,6 @@
 use crate::transport::dcqcn::DcqcnConfig;
 use crate::transport::tcp::TcpConfig;
 use crate::units::Time;
-use crate::Engine;
 use std::collections::HashMap;
 
 /// The transport every response of a round job uses.
@@ -36,103 +35,98 @@ pub struct RoundRecord {
     pub finish: Option<Time>,
 }
 
+/// The incast jobs of a simulation: each job's settings, its round, the responses of
+/// that round still in flight and every round's record. The engine starts a round's
+/// flows (`Engine::add_incast_rounds`); this keeps the books.
 #[derive(Default)]
 pub(crate) struct RoundJobs {
     jobs: Vec<(IncastRounds, u32)>,
     /// Responses of each job's current round still in flight.
     outstanding: Vec<u32>,
     job_of_flow: HashMap<u32, u32>,
-    pub(crate) records: Vec<RoundRecord>,
+    records: Vec<RoundRecord>,
 }
 
-impl Engine {
-    /// Adds an incast job whose first round starts at `start`; returns its id. The
-    /// flows of later rounds count as unfinished from now, so running until flows finish
-    /// runs every round.
-    pub fn add_incast_rounds(&mut self, job: IncastRounds, start: Time) -> Result<u32, String> {
-        if job.rounds == 0 {
+/// A round due to start: the job's id, its settings and when.
+pub(crate) struct DueRound {
+    pub id: u32,
+    pub job: IncastRounds,
+    pub at: Time,
+}
+
+impl IncastRounds {
+    /// Refuses a job that could never run, naming what is wrong (what its flows could
+    /// refuse is the engine's to check).
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.rounds == 0 {
             return Err("rounds must be at least 1".into());
         }
-        if job.senders.is_empty() {
+        if self.senders.is_empty() {
             return Err("an incast needs at least one sender".into());
         }
-        if let Some(s) = job.senders.iter().find(|&&s| s == job.receiver) {
+        if let Some(s) = self.senders.iter().find(|&&s| s == self.receiver) {
             return Err(format!(
                 "sender {s} is the receiver; senders must be other hosts"
             ));
         }
-        // Everything a round could refuse is checked first, so a refused job leaves
-        // nothing behind.
-        for &s in &job.senders {
-            self.check_new_flow(s, job.receiver)?;
-        }
-        match &job.transport {
+        match &self.transport {
             RoundTransport::Tcp(cfg) => cfg.validate()?,
             RoundTransport::Dcqcn(cfg) => cfg.validate()?,
         }
-        if job.size == 0 {
+        if self.size == 0 {
             return Err("size must be at least 1 byte".into());
         }
-        self.check_start(start)?;
-        let id = self.rounds.jobs.len() as u32;
-        self.rounds.jobs.push((job, 0));
-        self.rounds.outstanding.push(0);
-        self.start_round(id, start)
-            .expect("the job was checked before it was added");
-        let (job, _) = &self.rounds.jobs[id as usize];
-        self.reserve_unfinished(job.senders.len() * (job.rounds as usize - 1));
-        Ok(id)
-    }
-
-    fn start_round(&mut self, id: u32, at: Time) -> Result<(), String> {
-        let (job, round) = self.rounds.jobs[id as usize].clone();
-        for &src in &job.senders {
-            let flow = match job.transport {
-                RoundTransport::Tcp(cfg) => {
-                    self.add_tcp_flow(src, job.receiver, job.size, at, &cfg)
-                }
-                RoundTransport::Dcqcn(cfg) => {
-                    self.add_dcqcn_flow(src, job.receiver, job.size, at, &cfg)
-                }
-            }?;
-            self.rounds.job_of_flow.insert(flow, id);
-        }
-        self.rounds.outstanding[id as usize] = job.senders.len() as u32;
-        self.rounds.jobs[id as usize].1 = round + 1;
-        self.rounds.records.push(RoundRecord {
-            job: id,
-            round,
-            start: at,
-            finish: None,
-        });
         Ok(())
     }
+}
 
-    /// A flow finished: if it closes its job's round, record it and start the next.
-    pub(crate) fn on_round_flow_finished(&mut self, flow: u32) {
-        let Some(id) = self.rounds.job_of_flow.remove(&flow) else {
-            return;
-        };
-        let left = &mut self.rounds.outstanding[id as usize];
-        *left -= 1;
-        if *left > 0 {
-            return;
-        }
-        let now = self.now();
-        if let Some(r) = self.rounds.records.iter_mut().rev().find(|r| r.job == id) {
-            r.finish = Some(now);
-        }
-        let (job, started) = &self.rounds.jobs[id as usize];
-        if *started < job.rounds {
-            let (senders, at) = (job.senders.len(), now + job.gap);
-            self.release_unfinished(senders);
-            self.start_round(id, at)
-                .expect("a round that started once starts again");
-        }
+impl RoundJobs {
+    /// Takes a checked job whose first round starts at `at`; returns the round to start.
+    pub(crate) fn add(&mut self, job: IncastRounds, at: Time) -> DueRound {
+        let id = self.jobs.len() as u32;
+        self.jobs.push((job.clone(), 0));
+        self.outstanding.push(0);
+        DueRound { id, job, at }
     }
 
-    /// Every round of every incast job so far.
-    pub fn incast_rounds(&self) -> &[RoundRecord] {
-        &self.rounds.records
+    /// Records that round `due` started with these response flows.
+    pub(crate) fn started(&mut self, due: &DueRound, flows: &[u32]) {
+        for &flow in flows {
+            self.job_of_flow.insert(flow, due.id);
+        }
+        let (_, round) = &mut self.jobs[due.id as usize];
+        self.records.push(RoundRecord {
+            job: due.id,
+            round: *round,
+            start: due.at,
+            finish: None,
+        });
+        *round += 1;
+        self.outstanding[due.id as usize] = flows.len() as u32;
+    }
+
+    /// A flow finished at `now`: if it closes its job's round, records the round's end
+    /// and returns the next round, when one is left.
+    pub(crate) fn finished(&mut self, flow: u32, now: Time) -> Option<DueRound> {
+        let id = self.job_of_flow.remove(&flow)?;
+        let left = &mut self.outstanding[id as usize];
+        *left -= 1;
+        if *left > 0 {
+            return None;
+        }
+        if let Some(r) = self.records.iter_mut().rev().find(|r| r.job == id) {
+            r.finish = Some(now);
+        }
+        let (job, started) = &self.jobs[id as usize];
+        (*started < job.rounds).then(|| DueRound {
+            id,
+            job: job.clone(),
+            at: now + job.gap,
+        })
+    }
+
+    /// Every round of every job so far.
+    pub(crate) fn records(&self) -> &[RoundRecord] {
+        &self.records
     }
 }

@@ -88,8 +88,6 @@ fn a_new_flow_raises_one_packet_in_per_switch_and_entries_carry_the_rest() {
                 10,
                 of_flow(flow, src),
                 FlowAction::forward(Forward::Default),
-                None,
-                None,
             )
             .unwrap();
             e.issue(0, Command::PacketOut { buffer, port: None })
@@ -111,34 +109,23 @@ fn a_new_flow_raises_one_packet_in_per_switch_and_entries_carry_the_rest() {
 fn idle_and_hard_timeouts_remove_entries_and_say_why() {
     let mut e = fabric();
     let leaf0 = node(&e, "leaf0");
-    let idle = e
-        .add_entry(
-            0,
-            leaf0,
-            5,
-            FlowMatch {
-                dst: Some(2),
+    let mut timed = |dst: u16, idle_timeout, hard_timeout| {
+        let entry = Command::AddEntry {
+            switch: leaf0,
+            entry: 0,
+            priority: 5,
+            matcher: FlowMatch {
+                dst: Some(u32::from(dst)),
                 ..Default::default()
             },
-            out(2),
-            Some(MS),
-            None,
-        )
-        .unwrap();
-    let hard = e
-        .add_entry(
-            0,
-            leaf0,
-            5,
-            FlowMatch {
-                dst: Some(3),
-                ..Default::default()
-            },
-            out(3),
-            None,
-            Some(2 * MS),
-        )
-        .unwrap();
+            action: out(dst),
+            idle_timeout,
+            hard_timeout,
+        };
+        e.command(0, entry).unwrap().expect("an entry is numbered")
+    };
+    let idle = timed(2, Some(MS), None);
+    let hard = timed(3, None, Some(2 * MS));
     // Traffic to host 2 for ~1.2 ms, to host 3 for the whole run.
     e.add_udp_flow(0, 2, udp(G, 100 * 1472)).unwrap();
     e.add_udp_flow(
@@ -198,8 +185,6 @@ fn select_groups_spread_flows_by_weight() {
         5,
         to_leaf1,
         FlowAction::forward(Forward::Group(0)),
-        None,
-        None,
     )
     .unwrap();
     for i in 0..4000 {
@@ -248,8 +233,6 @@ fn fast_failover_takes_the_first_live_port() {
             ..Default::default()
         },
         FlowAction::forward(Forward::Group(0)),
-        None,
-        None,
     )
     .unwrap();
     // Link order: 4 host links, then leaf0-spine0 (4), leaf0-spine1 (5), ...
@@ -293,8 +276,6 @@ fn a_meter_holds_a_flow_to_its_rate() {
             ..Default::default()
         },
         action,
-        None,
-        None,
     )
     .unwrap();
     e.add_udp_flow(
@@ -416,8 +397,6 @@ fn commands_take_effect_after_the_control_latency() {
             ..Default::default()
         },
         FlowAction::forward(Forward::Drop),
-        None,
-        None,
     )
     .unwrap();
     // 1 Gb/s: a packet leaves every 12 us and reaches leaf0 2.2 us later, so four
@@ -434,12 +413,12 @@ fn bad_commands_name_what_is_wrong() {
     let mut e = fabric();
     let leaf0 = node(&e, "leaf0");
     let err = e
-        .add_entry(0, 99, 1, FlowMatch::default(), out(0), None, None)
+        .add_entry(0, 99, 1, FlowMatch::default(), out(0))
         .unwrap_err();
     assert!(err.contains("switch 99 does not exist"), "{err}");
     let h0 = e.topology().hosts[0];
     let err = e
-        .add_entry(0, h0, 1, FlowMatch::default(), out(0), None, None)
+        .add_entry(0, h0, 1, FlowMatch::default(), out(0))
         .unwrap_err();
     assert!(err.contains("is a host"), "{err}");
     let err = e
@@ -510,7 +489,7 @@ fn install_path(
         .map(|&(sw, port)| {
             (
                 sw,
-                e.add_entry(delay, sw, priority, of_flow(flow, 0), out(port), None, None)
+                e.add_entry(delay, sw, priority, of_flow(flow, 0), out(port))
                     .unwrap(),
             )
         })
@@ -550,8 +529,7 @@ fn migrate(make_before_break: bool) -> (u64, u64) {
     // ACKs return over spine 0 throughout.
     let (leaf0, leaf1, spine0) = (node(&e, "leaf0"), node(&e, "leaf1"), node(&e, "spine0"));
     for (sw, port) in [(leaf1, 2), (spine0, 0), (leaf0, 0)] {
-        e.add_entry(0, sw, 10, of_flow(flow, 2), out(port), None, None)
-            .unwrap();
+        e.add_entry(0, sw, 10, of_flow(flow, 2), out(port)).unwrap();
     }
     let old = install_path(&mut e, 0, flow, 0, 10);
     e.run_until(5 * MS);
@@ -668,7 +646,7 @@ fn a_modified_entry_keeps_its_counters_and_changes_its_action() {
         dst: Some(2),
         ..Default::default()
     };
-    let entry = e.add_entry(0, leaf0, 5, to2, out(2), None, None).unwrap();
+    let entry = e.add_entry(0, leaf0, 5, to2, out(2)).unwrap();
     e.add_udp_flow(0, 2, udp(G, 20 * 1472)).unwrap();
     e.run_until(100 * US);
     e.issue(
@@ -724,11 +702,10 @@ fn migrate_under_load(latency: u64, tcp: bool, retire: bool) -> (u64, usize) {
         .unwrap();
     // Reverse path (ACKs) over spine 0; the background flow over spine 0 too.
     for (sw, port) in [(leaf1, 2), (spine0, 0), (leaf0, 0)] {
-        e.add_entry(0, sw, 10, of_flow(flow, 2), out(port), None, None)
-            .unwrap();
+        e.add_entry(0, sw, 10, of_flow(flow, 2), out(port)).unwrap();
     }
     for (sw, port) in [(leaf0, 2), (spine0, 1), (leaf1, 1)] {
-        e.add_entry(0, sw, 10, of_flow(background, 1), out(port), None, None)
+        e.add_entry(0, sw, 10, of_flow(background, 1), out(port))
             .unwrap();
     }
     let old = install_path(&mut e, 0, flow, 0, 10);
@@ -790,10 +767,8 @@ fn a_forwarding_loop_ends_by_time_to_live() {
         dst: Some(2),
         ..Default::default()
     };
-    e.add_entry(0, leaf0, 10, to_host2.clone(), out(2), None, None)
-        .unwrap();
-    e.add_entry(0, spine0, 10, to_host2, out(0), None, None)
-        .unwrap();
+    e.add_entry(0, leaf0, 10, to_host2.clone(), out(2)).unwrap();
+    e.add_entry(0, spine0, 10, to_host2, out(0)).unwrap();
     e.add_udp_flow(0, 2, udp(G, 10 * 1472)).unwrap();
     e.run_until(10 * MS);
     let ttl_drops: u64 = e.nodes.iter().map(|n| n.ttl_drops).sum();
@@ -808,7 +783,7 @@ fn entries_may_only_use_groups_and_meters_that_exist() {
     let leaf0 = node(&e, "leaf0");
     let group = FlowAction::forward(Forward::Group(3));
     let err = e
-        .add_entry(0, leaf0, 1, FlowMatch::default(), group, None, None)
+        .add_entry(0, leaf0, 1, FlowMatch::default(), group)
         .unwrap_err();
     assert!(
         err.contains("group 3 is not defined on switch 'leaf0'"),
@@ -819,7 +794,7 @@ fn entries_may_only_use_groups_and_meters_that_exist() {
         ..out(2)
     };
     let err = e
-        .add_entry(0, leaf0, 1, FlowMatch::default(), metered, None, None)
+        .add_entry(0, leaf0, 1, FlowMatch::default(), metered)
         .unwrap_err();
     assert!(err.contains("meter 1 is not defined"), "{err}");
     // Defined in the same batch, with a latency: the definition is on its way, fine.
@@ -835,7 +810,7 @@ fn entries_may_only_use_groups_and_meters_that_exist() {
         },
     )
     .unwrap();
-    e.add_entry(5 * US, leaf0, 1, FlowMatch::default(), group, None, None)
+    e.add_entry(5 * US, leaf0, 1, FlowMatch::default(), group)
         .unwrap();
 }
 

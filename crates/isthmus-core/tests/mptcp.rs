@@ -96,7 +96,7 @@ fn two_subflows_pinned_to_two_disjoint_paths_use_both() {
             ..Default::default()
         };
         let action = FlowAction::forward(Forward::Output(port));
-        e.add_entry(0, sa, 10, matcher, action, None, None).unwrap();
+        e.add_entry(0, sa, 10, matcher, action).unwrap();
     }
     let rate = gbps(delivered_between(&mut e, 25 * MS, 45 * MS)[0], 20 * MS);
     assert!(

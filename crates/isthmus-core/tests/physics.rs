@@ -396,26 +396,10 @@ fn flow_entries_override_default_routing() {
         dst: Some(dst),
         ..Default::default()
     };
-    e.add_entry(
-        0,
-        leaf0,
-        10,
-        to(2),
-        FlowAction::forward(Forward::Output(5)),
-        None,
-        None,
-    )
-    .unwrap();
-    e.add_entry(
-        0,
-        leaf0,
-        10,
-        to(3),
-        FlowAction::forward(Forward::Drop),
-        None,
-        None,
-    )
-    .unwrap();
+    e.add_entry(0, leaf0, 10, to(2), FlowAction::forward(Forward::Output(5)))
+        .unwrap();
+    e.add_entry(0, leaf0, 10, to(3), FlowAction::forward(Forward::Drop))
+        .unwrap();
     for src in 0..2 {
         for _ in 0..50 {
             e.add_udp_flow(src, 2, udp(G, 1472, 0, SEC, Arrivals::Constant))
@@ -440,8 +424,6 @@ fn flow_entries_override_default_routing() {
             1,
             FlowMatch::default(),
             FlowAction::forward(Forward::Output(9)),
-            None,
-            None,
         )
         .unwrap_err();
     assert!(err.contains("port 9") && err.contains("leaf0"), "{err}");

@@ -428,17 +428,9 @@ impl Aqm {
                     Verdict::Pass
                 }
             }
-            AqmConfig::Pie {
-                target,
-                t_update,
-                alpha,
-                beta,
-                max_burst,
-                ecn,
-            } => {
-                let (target, t_update, alpha, beta, max_burst, ecn) =
-                    (*target, *t_update, *alpha, *beta, *max_burst, *ecn);
-                self.pie_update(delay, now, target, t_update, alpha, beta, max_burst);
+            AqmConfig::Pie { target, ecn, .. } => {
+                let (target, ecn) = (*target, *ecn);
+                self.pie_update(delay, now);
                 if self.burst_left > 0
                     || (self.qdelay_old < target / 2 && self.drop_prob < 0.2)
                     || q.packets <= 2
@@ -459,17 +451,18 @@ impl Aqm {
     }
 
     /// RFC 8033's periodic update, run lazily for every period that has elapsed.
-    #[allow(clippy::too_many_arguments)]
-    fn pie_update(
-        &mut self,
-        delay: Time,
-        now: Time,
-        target: Time,
-        t_update: Time,
-        alpha: f64,
-        beta: f64,
-        max_burst: Time,
-    ) {
+    fn pie_update(&mut self, delay: Time, now: Time) {
+        let AqmConfig::Pie {
+            target,
+            t_update,
+            alpha,
+            beta,
+            max_burst,
+            ..
+        } = self.config
+        else {
+            return;
+        };
         if self.next_update == 0 {
             self.next_update = now + t_update;
             return;

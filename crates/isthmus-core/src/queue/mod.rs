@@ -384,6 +384,21 @@ impl SubQueue {
     }
 }
 
+/// A packet arriving at a port's queue, with what its discipline decides on.
+#[derive(Clone, Copy, Debug)]
+pub struct Arrival {
+    pub item: Queued,
+    /// The flow's bytes still to send and the packet's creation time (PIFO ranks by
+    /// them).
+    pub rank: RankInputs,
+    /// The queueing delay the packet is expected to face (PIE decides on it).
+    pub delay: Time,
+    /// A PFC-protected class at a switch: admitted past the port's limit, since PFC
+    /// bounds what its ingress may send and the egress holds what arrives (the switch's
+    /// headroom), as lossless switches do.
+    pub lossless: bool,
+}
+
 /// Packets' room an emptied queue keeps (see `PortQueue::release_room`).
 const KEPT_ROOM: usize = 16;
 
@@ -648,43 +663,36 @@ impl PortQueue {
         c.dequeued_bytes += size as u64;
     }
 
-    /// Admits `item` (with `rank_hint`, the flow's remaining bytes, for SRPT) or not.
-    /// `delay` estimates the queueing delay it faces (PIE uses it). Waiting packets
-    /// pushed out to make room (FQ, PIFO), or dropped by the AQM on their way down to
-    /// the device, are appended to `evicted`.
-    /// Admits `item` or drops it (or, for FQ and PIFO, pushes others out into `evicted`).
-    /// A `lossless` packet (a PFC-protected class at a switch) is admitted
-    /// past the port's limit: PFC bounds what its ingress may send, so the egress holds
-    /// what arrives (the switch's headroom), as lossless switches do.
-    #[allow(clippy::too_many_arguments)]
+    /// Admits the arriving packet or drops it (or, for FQ and PIFO, pushes others out
+    /// into `evicted`, as it does with packets the AQM drops on their way down to the
+    /// device).
     pub fn enqueue(
         &mut self,
-        item: Queued,
-        rank: RankInputs,
-        delay: Time,
+        arrival: Arrival,
         now: Time,
         rng: &mut Rng,
         evicted: &mut Vec<PacketId>,
-        lossless: bool,
     ) -> Admitted {
-        let admitted = self.enqueue_discipline(item, rank, delay, now, rng, evicted, lossless);
+        let admitted = self.enqueue_discipline(arrival, now, rng, evicted);
         if self.config.device_queue > 0 {
             self.refill_device(now, evicted);
         }
         admitted
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn enqueue_discipline(
         &mut self,
-        item: Queued,
-        rank: RankInputs,
-        delay: Time,
+        arrival: Arrival,
         now: Time,
         rng: &mut Rng,
         evicted: &mut Vec<PacketId>,
-        lossless: bool,
     ) -> Admitted {
+        let Arrival {
+            item,
+            rank,
+            delay,
+            lossless,
+        } = arrival;
         let class = item.class as usize;
         self.counters[class].enqueued += 1;
         let limit = if lossless {
@@ -1144,7 +1152,18 @@ impl PortQueue {
                 remaining: 0,
                 created: now,
             };
-            if next.enqueue(item, rank, 0, now, rng, dropped, false) == Admitted::Dropped {
+            if next.enqueue(
+                Arrival {
+                    item,
+                    rank,
+                    delay: 0,
+                    lossless: false,
+                },
+                now,
+                rng,
+                dropped,
+            ) == Admitted::Dropped
+            {
                 dropped.push(item.pkt);
             }
         }
@@ -1262,13 +1281,15 @@ mod tests {
         for round in 0..2 {
             for i in 0..200 {
                 let admitted = q.enqueue(
-                    item(i, 1500, 0, 0, 0),
-                    RankInputs::remaining(0),
-                    0,
+                    Arrival {
+                        item: item(i, 1500, 0, 0, 0),
+                        rank: RankInputs::remaining(0),
+                        delay: 0,
+                        lossless: false,
+                    },
                     0,
                     &mut rng(),
                     &mut Vec::new(),
-                    false,
                 );
                 assert_ne!(admitted, Admitted::Dropped, "round {round}");
             }
@@ -1297,13 +1318,15 @@ mod tests {
         let mut r = rng();
         for i in 0..30 {
             q.enqueue(
-                item(i, 1500, 0, (i % 3) as u8, 0),
-                RankInputs::remaining(0),
-                0,
+                Arrival {
+                    item: item(i, 1500, 0, (i % 3) as u8, 0),
+                    rank: RankInputs::remaining(0),
+                    delay: 0,
+                    lossless: false,
+                },
                 0,
                 &mut r,
                 &mut Vec::new(),
-                false,
             );
         }
         let order = drain_classes(&mut q, 30);
@@ -1332,13 +1355,15 @@ mod tests {
         let mut r = rng();
         for i in 0..20 {
             q.enqueue(
-                item(i, 1500, 0, 0, 0),
-                RankInputs::remaining(0),
-                0,
+                Arrival {
+                    item: item(i, 1500, 0, 0, 0),
+                    rank: RankInputs::remaining(0),
+                    delay: 0,
+                    lossless: false,
+                },
                 0,
                 &mut r,
                 &mut Vec::new(),
-                false,
             );
         }
         let aqms = |q: &PortQueue| match &q.state {
@@ -1371,13 +1396,15 @@ mod tests {
         for _ in 0..2000 {
             for c in 0..classes {
                 q.enqueue(
-                    item(id, sizes[c as usize], c as u32, c, 0),
-                    RankInputs::remaining(0),
-                    0,
+                    Arrival {
+                        item: item(id, sizes[c as usize], c as u32, c, 0),
+                        rank: RankInputs::remaining(0),
+                        delay: 0,
+                        lossless: false,
+                    },
                     0,
                     &mut r,
                     &mut Vec::new(),
-                    false,
                 );
                 id += 1;
             }
@@ -1434,13 +1461,15 @@ mod tests {
         for (f, &s) in sizes.iter().enumerate() {
             for _ in 0..2_000_000 / s {
                 q.enqueue(
-                    item(id, s, f as u32, 0, 0),
-                    RankInputs::remaining(0),
-                    0,
+                    Arrival {
+                        item: item(id, s, f as u32, 0, 0),
+                        rank: RankInputs::remaining(0),
+                        delay: 0,
+                        lossless: false,
+                    },
                     0,
                     &mut r,
                     &mut Vec::new(),
-                    false,
                 );
                 id += 1;
             }
@@ -1473,38 +1502,44 @@ mod tests {
         let mut evicted = Vec::new();
         for (pkt, remaining) in [(0, 5000u64), (1, 100), (2, 9000)] {
             q.enqueue(
-                item(pkt, 1500, pkt, 0, 0),
-                RankInputs::remaining(remaining),
-                0,
+                Arrival {
+                    item: item(pkt, 1500, pkt, 0, 0),
+                    rank: RankInputs::remaining(remaining),
+                    delay: 0,
+                    lossless: false,
+                },
                 0,
                 &mut r,
                 &mut evicted,
-                false,
             );
         }
         let queued = Admitted::Queued { marked: false };
         assert_eq!(
             q.enqueue(
-                item(3, 1500, 3, 0, 0),
-                RankInputs::remaining(50),
-                0,
+                Arrival {
+                    item: item(3, 1500, 3, 0, 0),
+                    rank: RankInputs::remaining(50),
+                    delay: 0,
+                    lossless: false
+                },
                 0,
                 &mut r,
-                &mut evicted,
-                false
+                &mut evicted
             ),
             queued
         );
         assert_eq!(evicted, vec![PacketId(2)]);
         assert_eq!(
             q.enqueue(
-                item(4, 1500, 4, 0, 0),
-                RankInputs::remaining(99_999),
-                0,
+                Arrival {
+                    item: item(4, 1500, 4, 0, 0),
+                    rank: RankInputs::remaining(99_999),
+                    delay: 0,
+                    lossless: false
+                },
                 0,
                 &mut r,
-                &mut evicted,
-                false
+                &mut evicted
             ),
             Admitted::Dropped
         );
@@ -1542,13 +1577,15 @@ mod tests {
                 };
                 let queued = item(pkt, 1500, pkt, class, 50_000_000);
                 q.enqueue(
-                    queued,
-                    rank,
-                    0,
+                    Arrival {
+                        item: queued,
+                        rank,
+                        delay: 0,
+                        lossless: false,
+                    },
                     50_000_000,
                     &mut rng(),
                     &mut Vec::new(),
-                    false,
                 );
             }
             (0..4)
@@ -1577,24 +1614,28 @@ mod tests {
         let mut evicted = Vec::new();
         for i in 0..4 {
             q.enqueue(
-                item(i, 1500, 7, 0, 0),
-                RankInputs::remaining(0),
-                0,
+                Arrival {
+                    item: item(i, 1500, 7, 0, 0),
+                    rank: RankInputs::remaining(0),
+                    delay: 0,
+                    lossless: false,
+                },
                 0,
                 &mut r,
                 &mut evicted,
-                false,
             );
         }
         assert_eq!(
             q.enqueue(
-                item(9, 1500, 8, 0, 0),
-                RankInputs::remaining(0),
-                0,
+                Arrival {
+                    item: item(9, 1500, 8, 0, 0),
+                    rank: RankInputs::remaining(0),
+                    delay: 0,
+                    lossless: false
+                },
                 0,
                 &mut r,
-                &mut evicted,
-                false
+                &mut evicted
             ),
             Admitted::Queued { marked: false }
         );
@@ -1615,22 +1656,26 @@ mod tests {
         let mut q = PortQueue::new(config);
         let mut r = rng();
         q.enqueue(
-            item(0, 100, 0, 1, 0),
-            RankInputs::remaining(0),
-            0,
+            Arrival {
+                item: item(0, 100, 0, 1, 0),
+                rank: RankInputs::remaining(0),
+                delay: 0,
+                lossless: false,
+            },
             0,
             &mut r,
             &mut Vec::new(),
-            false,
         );
         q.enqueue(
-            item(1, 100, 0, 0, 0),
-            RankInputs::remaining(0),
-            0,
+            Arrival {
+                item: item(1, 100, 0, 0, 0),
+                rank: RankInputs::remaining(0),
+                delay: 0,
+                lossless: false,
+            },
             0,
             &mut r,
             &mut Vec::new(),
-            false,
         );
         let order: Vec<u32> = q.drain().iter().map(|i| i.pkt.0).collect();
         assert_eq!(order, vec![1, 0]);
