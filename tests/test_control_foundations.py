@@ -238,7 +238,9 @@ def test_a_forwarding_loop_is_cut_by_ttl_and_reported():
     assert sim.packet_hops == 5 * 16
     summary = summarize(sim, scenario="loop", wall_s=1.0)
     assert summary["loops"] == 5 and summary["flows_unfinished"] == 1
-    with pytest.raises(ValueError, match="ttl must be an integer in 1..255"):
+    with pytest.raises(
+        ValueError, match=r"Simulation: ttl: Input should be greater than or equal to 1"
+    ):
         fabric(ttl=0)
 
 

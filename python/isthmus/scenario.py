@@ -51,7 +51,7 @@ from isthmus.flows import Incast, Poisson, SizeRange, generate_flows
 from isthmus.flows import Pattern as FlowPattern
 from isthmus.inputs import confined_to, excerpt, read_text, shown_path, user_file
 from isthmus.queues import DEFAULT_LIMITS, Aqm, DeviceQueue, Scheduler
-from isthmus.simulation import BcnPauses, BcnPoints, Simulation
+from isthmus.simulation import BcnPauses, BcnPoints, Pfc, Simulation
 from isthmus.topology import Link, Topology
 from isthmus.transport import FlowTransportName, TcpParams, TransportName
 from isthmus.workload import read_flow_list, resolve_flow_list
@@ -270,24 +270,8 @@ class PortQueueModel(Strict):
     device_queue: DeviceQueue | None = None
 
 
-class _PfcPriorities(declared.DeclaredModel):
-    # The engine takes a bit mask; a scenario lists the priorities.
-    lossless: list[Annotated[int, Field(ge=0, le=7)]] = Field(
-        [0], description="the lossless priorities (0-7)"
-    )
-
-
-PfcModel = declared.model(
-    "Pfc",
-    name="PfcModel",
-    module=__name__,
-    base=_PfcPriorities,
-    exclude=("lossless",),
-    doc="Priority flow control at every switch ingress. With `free_fraction` f an ingress "
-    "pauses at the lower of xoff and f times its switch's free shared buffer, resuming at "
-    "xon/xoff of that (shared-buffer switches' dynamic threshold; ACC's testbed: 0.125); "
-    "it needs `shared_buffer`.",
-)
+# [network.pfc]: priority flow control as the simulation declares it.
+PfcModel = Pfc
 
 BufferAlpha = declared.typed("SharedBuffer", "alpha")
 Routing = declared.typed("EngineConfig", "routing")

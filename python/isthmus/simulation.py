@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from isthmus import _core, arguments, declared
 from isthmus.arguments import MAX_GROUP_ID, MAX_METER_ID, U8, U16, U32, checked, whole
@@ -42,6 +42,37 @@ FOREVER_PS = 2**63
 MAX_CHUNKS = 1_000_000
 
 
+class _PfcPriorities(declared.DeclaredModel):
+    # The engine takes a bit mask; a caller lists the priorities.
+    lossless: list[Annotated[int, Field(ge=0, le=7)]] = Field(
+        [0], min_length=1, description="the lossless priorities (0-7)"
+    )
+
+    def engine(self) -> dict:
+        return {**super().engine(), "lossless": sum(1 << p for p in set(self.lossless))}
+
+
+Pfc = declared.model(
+    "Pfc",
+    name="Pfc",
+    module=__name__,
+    base=_PfcPriorities,
+    exclude=("lossless",),
+    doc="Priority flow control at every switch ingress. With `free_fraction` f an ingress "
+    "pauses at the lower of xoff and f times its switch's free shared buffer, resuming at "
+    "xon/xoff of that (shared-buffer switches' dynamic threshold; ACC's testbed: 0.125); "
+    "it needs `shared_buffer`.",
+)
+
+SharedBuffer = declared.model("SharedBuffer", name="SharedBuffer", module=__name__)
+
+# The network-wide settings a Simulation takes as they are (queues, PFC, BCN and routing
+# have their own models or forms).
+NetworkSettings = declared.model(
+    "EngineConfig", name="NetworkSettings", module=__name__, only=("sample_interval", "ttl")
+)
+
+
 def _pfc(pfc: tuple | None) -> dict | None:
     if pfc is None:
         return None
@@ -51,16 +82,15 @@ def _pfc(pfc: tuple | None) -> dict | None:
             f"free fraction), e.g. ('30KB', '15KB', [3], 0.125); got {arguments.shown(pfc)}"
         )
     xoff, xon, lossless = pfc[:3]
-    lossless = arguments.whole_list(lossless, "pfc's lossless priorities", 0, 7, min_length=1)
-    free_fraction = pfc[3] if len(pfc) == 4 else None
-    return {
-        "xoff": arguments.size(xoff, "pfc's xoff"),
-        "xon": arguments.size(xon, "pfc's xon"),
-        "lossless": sum(1 << p for p in set(lossless)),
-        "free_fraction": None
-        if free_fraction is None
-        else arguments.number(free_fraction, "pfc's free fraction", low=0, low_open=True, high=1),
-    }
+    settings = declared.from_arguments(
+        Pfc,
+        "pfc",
+        xoff=xoff,
+        xon=xon,
+        lossless=list(lossless) if isinstance(lossless, tuple) else lossless,
+        free_fraction=pfc[3] if len(pfc) == 4 else None,
+    )
+    return settings.engine()
 
 
 def _stream_transport(transport: object, whose: str) -> None:
@@ -372,17 +402,12 @@ class Simulation:
             )
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
             raise ValueError(f"seed must be an integer in 0..2^64-1, got {seed!r}")
-        if isinstance(ttl, bool) or not isinstance(ttl, int) or not 1 <= ttl <= 255:
-            raise ValueError(
-                f"ttl must be an integer in 1..255 (switches a packet may cross), got {ttl!r}"
-            )
+        network = declared.from_arguments(
+            NetworkSettings, "Simulation", ttl=ttl, sample_interval=sample_interval
+        ).engine()
         self.topology = topology
         self.seed = seed
-        self.sample_interval = None
-        if sample_interval is not None:
-            self.sample_interval = arguments.duration(sample_interval, "sample_interval")
-            if self.sample_interval == 0:
-                raise ValueError("sample_interval must be longer than 0 ps (None: no samples)")
+        self.sample_interval = network["sample_interval"]
         # Every link has a port at each end; fixed for the simulation's life.
         self._num_ports = 2 * len(topology.links()["a"])
         # The congestion points' settings, if BCN is on (None: off).
@@ -406,12 +431,12 @@ class Simulation:
             marker = checked(Step, "ecn_threshold", kind="step", k=ecn_threshold)
         buffer = None
         if shared_buffer is not None:
-            buffer = {
-                "bytes": arguments.size(shared_buffer, "shared_buffer"),
-                "alpha": arguments.number(buffer_alpha, "buffer_alpha", low=0, low_open=True),
-            }
-            if buffer["bytes"] == 0:
-                raise ValueError("shared_buffer must be at least 1 byte (None: no shared buffer)")
+            buffer = declared.from_arguments(
+                SharedBuffer,
+                "shared_buffer (bytes) and buffer_alpha (alpha)",
+                bytes=shared_buffer,
+                alpha=buffer_alpha,
+            ).engine()
         device = "device_queue"
         # The engine's EngineConfig, crossing as one value (`isthmus.wire`).
         config = {
@@ -434,7 +459,7 @@ class Simulation:
             "shared_buffer": buffer,
             "pfc": _pfc(pfc),
             "bcn": self.bcn_points,
-            "ttl": ttl,
+            "ttl": network["ttl"],
         }
         self._engine = _core.Engine(topology._core, seed, config)
 
