@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from isthmus import Simulation, Topology, _core, declared
+from isthmus import Simulation, Topology, _core, declared, parameter_docs
 from isthmus.arguments import checked
 from isthmus.cli import app
 from isthmus.queues import (
@@ -51,7 +51,7 @@ AQMS = [
 
 
 def test_the_docs_page_is_the_declaration():
-    assert DOCS.read_text() == declared.markdown(), (
+    assert DOCS.read_text() == parameter_docs.markdown(), (
         "docs/parameters.md is stale: `isthmus parameters --markdown --out docs/parameters.md`"
     )
 
@@ -59,7 +59,7 @@ def test_the_docs_page_is_the_declaration():
 def test_every_model_is_the_engines_type_field_for_field():
     # Every kind the engine declares has its Python model, with the declared fields.
     for type_name, models in (("AqmConfig", AQMS), ("SchedulerConfig", SCHEDULERS)):
-        kinds = {value for value, _ in declared._choices(declared.DECLARED[type_name])}
+        kinds = {value for value, _ in parameter_docs.choices(declared.DECLARED[type_name])}
         assert kinds == {model.kind for model in models}
         for model in models:
             fields = set(type(model).model_fields) - {"kind"}

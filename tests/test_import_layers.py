@@ -33,6 +33,7 @@ LAYERS = [
         "isthmus.transport",
     ),
     ("isthmus.topology", "isthmus.queues"),
+    ("isthmus.parameter_docs",),
     ("isthmus.declared",),
     ("isthmus.arguments", "isthmus.inputs", "isthmus.fields", "isthmus.registry"),
     ("isthmus.units", "isthmus.wire"),

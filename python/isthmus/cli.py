@@ -1089,12 +1089,12 @@ def parameters(
     """Every parameter the engine takes: its meaning, unit, default and valid range, as
     the engine declares it (the one declaration Python's models and the scenario schema
     are built from)."""
-    from isthmus import declared
+    from isthmus import parameter_docs
 
     if markdown:
         if match is not None:
             _fail("--markdown writes the whole page; leave out the filter")
-        text = declared.markdown()
+        text = parameter_docs.markdown()
         if out is None:
             sys.stdout.write(text)
         else:
@@ -1106,7 +1106,7 @@ def parameters(
     needle = (match or "").lower()
     chosen = [
         row
-        for row in declared.rows()
+        for row in parameter_docs.rows()
         if needle in f"{row['type']} {row['kind']} {row['parameter']}".lower()
     ]
     if not chosen:

@@ -7,9 +7,9 @@ DCQCN's) carries its meaning, unit, default and valid range in Rust
   "10Gbps", "250pkts"), their descriptions, defaults and ranges;
 - the value that crosses back into the engine (`DeclaredModel.engine`), converted by
   each field's unit, with no per-field code;
-- the parameter listing of `isthmus parameters` and docs/parameters.md (`catalogue`).
+and `isthmus.parameter_docs` the listing of `isthmus parameters` and docs/parameters.md.
 
-Nothing here restates a parameter: a change in Rust shows up in all three.
+Nothing here restates a parameter: a change in Rust shows up in all of them.
 """
 
 from __future__ import annotations
@@ -158,13 +158,13 @@ def _variant(type_name: str, kind: str | None) -> dict:
     raise KeyError(f"{type_name} declares no kind {kind!r}")
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
 def meaning_of(type_name: str, kind: str | None = None) -> str:
     """What a declared type (or one kind of it) is, in the engine's words."""
-    return _one_line(_variant(type_name, kind).get("description", ""))
+    return one_line(_variant(type_name, kind).get("description", ""))
 
 
 def parameters(type_name: str, kind: str | None = None) -> dict[str, Parameter]:
@@ -190,7 +190,7 @@ def parameters(type_name: str, kind: str | None = None) -> dict[str, Parameter]:
         out[name] = Parameter(
             type_name=type_name,
             name=name,
-            meaning=_one_line(schema.get("description", "")),
+            meaning=one_line(schema.get("description", "")),
             schema=schema,
             unit=schema.get("unit"),
             required=name in required,
@@ -210,8 +210,7 @@ def _flattened(type_name: str, declared: dict) -> dict[str, Parameter]:
     tag = next(iter(subkinds[0]["properties"]))
     values = [v["properties"][tag]["const"] for v in subkinds]
     meaning = " ".join(
-        f"`{v['properties'][tag]['const']}`: {_one_line(v.get('description', ''))}"
-        for v in subkinds
+        f"`{v['properties'][tag]['const']}`: {one_line(v.get('description', ''))}" for v in subkinds
     )
     out = {
         tag: Parameter(type_name, tag, meaning, {"enum": values}, None, True, False),
@@ -223,7 +222,7 @@ def _flattened(type_name: str, declared: dict) -> dict[str, Parameter]:
             out[name] = Parameter(
                 type_name,
                 name,
-                _one_line(schema.get("description", "")),
+                one_line(schema.get("description", "")),
                 {**schema, "default": [] if schema.get("type") == "array" else None},
                 schema.get("unit"),
                 required=False,
@@ -413,117 +412,3 @@ def from_arguments(built: type[DeclaredModel], name: str, **values: object) -> D
         ):
             values[key] = f"{value}{unit.suffix}"
     return checked(built, name, **values)
-
-
-def catalogue() -> list[tuple[str, str, Parameter]]:
-    """Every declared parameter as (type, kind, parameter), in declaration order."""
-    rows = []
-    for type_name, schema in DECLARED.items():
-        kinds = [
-            v["properties"]["kind"]["const"]
-            for v in schema.get("oneOf", [])
-            if "kind" in v.get("properties", {})
-        ]
-        for kind in kinds or [None]:
-            for parameter in parameters(type_name, kind).values():
-                rows.append((type_name, kind or "", parameter))
-    return rows
-
-
-def _shown_default(parameter: Parameter) -> str:
-    if not parameter.has_default or parameter.required:
-        return "required"
-    value = parameter.user_default()
-    if value is None:
-        return "none"
-    if isinstance(value, dict):  # a whole nested configuration: its own rows say it
-        return "its defaults"
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def rows() -> list[dict[str, str]]:
-    """Every declared parameter as the words a table shows: where it is declared (type
-    and kind), its name, unit, default, range and meaning."""
-    out = []
-    for type_name, kind, parameter in catalogue():
-        unit = UNITS[parameter.unit].shown if parameter.unit in UNITS else parameter.unit or ""
-        if parameter.holds:
-            unit = parameter.holds
-        out.append(
-            {
-                "type": type_name,
-                "kind": kind,
-                "parameter": parameter.name,
-                "unit": unit,
-                "default": _shown_default(parameter),
-                "range": parameter.range_text(),
-                "meaning": parameter.meaning,
-            }
-        )
-    return out
-
-
-def _choices(schema: dict) -> list[tuple[str, str]]:
-    """A type's alternatives as (value, meaning): its kinds, or its plain values."""
-    out = []
-    for option in schema.get("oneOf", []):
-        value = option.get("const") or option.get("properties", {}).get("kind", {}).get("const")
-        if value is not None:
-            out.append((value, _one_line(option.get("description", ""))))
-    return out
-
-
-def _table(parameters_rows: list[dict[str, str]]) -> list[str]:
-    lines = [
-        "| parameter | unit | default | range | meaning |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for row in parameters_rows:
-        unit = row["unit"]
-        if unit in DECLARED:  # a field holding another declared type links to its section
-            unit = f"[{unit}](#{unit.lower()})"
-        cells = [f"`{row['parameter']}`", unit, row["default"], row["range"]]
-        cells.append(row["meaning"].replace("|", "\\|"))
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-def markdown() -> str:
-    """docs/parameters.md: every declared type, its kinds or values, and a table of
-    its parameters."""
-    lines = [
-        "# Parameters",
-        "",
-        "Every parameter the engine takes, with its meaning, unit, default and valid range,",
-        "as the engine's own types declare them (`crates/isthmus-core/src/declared.rs`).",
-        "Python's models (`isthmus.queues`, `isthmus.transport.TcpParams`, the BCN, DCQCN and",
-        "PFC settings), the scenario schema (`isthmus schema`) and this page are derived from",
-        "that one declaration; `isthmus parameters` prints it, and",
-        "`isthmus parameters --markdown --out docs/parameters.md` writes this page (a test",
-        "keeps the two equal).",
-        "",
-        "A time is written with its unit (`5ms`, `200us`), a size in bytes (`1460B`, `64KB`),",
-        "a rate in bit/s (`10Gbps`), a queue limit in packets or bytes (`250pkts`, `300KB`);",
-        "the Python API also takes an integer in the engine's unit (ps, bytes, bit/s).",
-    ]
-    by_type: dict[str, list[dict[str, str]]] = {}
-    for row in rows():
-        by_type.setdefault(row["type"], []).append(row)
-    for type_name, schema in DECLARED.items():
-        lines += ["", f"## {type_name}", ""]
-        if schema.get("description"):
-            lines += [_one_line(schema["description"]), ""]
-        choices = _choices(schema)
-        if choices:
-            word = "kind" if any("properties" in o for o in schema["oneOf"]) else "value"
-            lines += [f"One {word} of:", ""]
-            lines += [f"- `{value}`: {meaning}" for value, meaning in choices]
-            lines.append("")
-        own = [row for row in by_type.get(type_name, []) if not row["kind"]]
-        if own:
-            lines += _table(own)
-        for kind, _ in choices:
-            of_kind = [row for row in by_type.get(type_name, []) if row["kind"] == kind]
-            if of_kind:
-                lines += ["", f"### {type_name} `{kind}`", "", *_table(of_kind)]
-    return "\n".join(line for line in lines).replace("\n\n\n", "\n\n").rstrip() + "\n"
