@@ -41,7 +41,7 @@ def test_studies_are_discovered_and_each_exposes_the_interface():
         assert callable(module.jobs) and callable(module.table)
     with pytest.raises(
         ValueError,
-        match="unknown study 'silver'; .*known: acc, diolkos, ibcn, nosilverbullet, ofpt",
+        match="unknown study 'silver'; .*known: acc, arena, diolkos, ibcn, nosilverbullet, ofpt",
     ):
         studies.study("silver")
 
@@ -72,7 +72,7 @@ def test_reproduce_prints_the_table_and_claims_and_writes_json(tmp_path):
     missing = CliRunner().invoke(app, ["reproduce", "silver"])
     assert (
         missing.exit_code == 2
-        and "known: acc, diolkos, ibcn, nosilverbullet, ofpt" in missing.output
+        and "known: acc, arena, diolkos, ibcn, nosilverbullet, ofpt" in missing.output
     )
     no_figures = CliRunner().invoke(app, ["reproduce", "nosilverbullet", "--figures", "x"])
     assert no_figures.exit_code != 0
@@ -104,7 +104,7 @@ def test_a_claim_judged_on_numpy_figures_holds_a_plain_boolean():
     assert json.loads(json.dumps(claim.__dict__))["holds"] is True
 
 
-@pytest.mark.parametrize("name", ["acc", "diolkos", "ibcn", "nosilverbullet", "ofpt"])
+@pytest.mark.parametrize("name", ["acc", "arena", "diolkos", "ibcn", "nosilverbullet", "ofpt"])
 def test_every_study_declares_its_departures_in_code_and_in_its_docs(name):
     """A verdict rests on the paper's setup: each study lists how its setup differs,
     and its docs carry the same table."""

@@ -173,3 +173,31 @@ def all_of(statement: str, claims: Sequence[Claim]) -> Claim:
     verdicts = [c.holds for c in claims]
     holds = None if None in verdicts or not claims else all(verdicts)
     return Claim(statement, holds, "; ".join(c.evidence for c in claims))
+
+
+def unbeaten(
+    samples: dict[str, Sequence[float]], *, lower_is_better: bool
+) -> tuple[list[str], str] | None:
+    """The contenders no other beats: B beats A when the 95 % Welch interval of
+    mean(B) − mean(A) lies wholly on B's better side of zero, so a tie (an interval
+    across zero) beats nobody. Contenders without a finite value drop out. Returns the
+    unbeaten in the given order and, per beaten one, who beat it; None (no verdict)
+    when a contender has finite values from fewer than `MIN_SEEDS` seeds."""
+    finite = {
+        name: np.asarray([v for v in values if np.isfinite(v)], dtype=float)
+        for name, values in samples.items()
+    }
+    finite = {name: values for name, values in finite.items() if len(values)}
+    if not finite or any(len(values) < MIN_SEEDS for values in finite.values()):
+        return None
+    beaten: dict[str, list[str]] = {}
+    for a, xa in finite.items():
+        for b, xb in finite.items():
+            if a == b:
+                continue
+            interval = welch_interval(xa, xb)  # of mean(b) - mean(a)
+            if interval is not None and _judged(*interval, lower_is_better):
+                beaten.setdefault(a, []).append(b)
+    winners = [name for name in finite if name not in beaten]
+    why = "; ".join(f"{a} beaten by {', '.join(bs)}" for a, bs in beaten.items())
+    return winners, why

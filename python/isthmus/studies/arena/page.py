@@ -1,0 +1,153 @@
+"""The arena's standings as files: Parquet for SQL (`isthmus query` or DuckDB), and one
+self-contained HTML page with a heat map of scheme x workload per objective and group,
+each cell's number, interval and verdict on hover, written from stored results without
+re-running anything (`isthmus reproduce arena --from FOLDER --figures DIR`)."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+import numpy as np
+
+from isthmus.studies.arena.objectives import OBJECTIVES
+
+
+def write_parquet(rows: list[dict], path: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def _relative(values: list[float], lower_is_better: bool) -> list[float]:
+    """Each value's shortfall from its column's best, as a fraction of the best (0: the
+    best, 1: twice as bad or worse), for colour: near-equal values look alike."""
+    finite = [v for v in values if np.isfinite(v)]
+    if not finite:
+        return [float("nan")] * len(values)
+    best = min(finite) if lower_is_better else max(finite)
+
+    def shortfall(v: float) -> float:
+        if not np.isfinite(v):
+            return float("nan")
+        gap = v - best if lower_is_better else best - v
+        return min(1.0, gap / abs(best)) if best else (0.0 if gap == 0 else 1.0)
+
+    return [shortfall(v) for v in values]
+
+
+def write_page(rows: list[dict], path: Path) -> Path:
+    import plotly.graph_objects as go
+    from plotly.offline import get_plotlyjs
+
+    parts = []
+    for objective in OBJECTIVES:
+        key, label = objective.key, objective.label
+        lower, digits = objective.lower_is_better, objective.digits
+        for group in dict.fromkeys(r["group"] for r in rows):
+            chosen = [r for r in rows if r["objective"] == key and r["group"] == group]
+            variants = list(dict.fromkeys(r["variant"] for r in chosen))
+            schemes = list(dict.fromkeys(r["scheme"] for r in chosen))
+            at = {(r["scheme"], r["variant"]): r for r in chosen}
+            colour, text, hover = [], [], []
+            for scheme in schemes:
+                means = [at[(scheme, v)]["mean"] if (scheme, v) in at else np.nan for v in variants]
+                colour.append(_relative_column(at, schemes, variants, scheme, lower))
+                line_text, line_hover = [], []
+                for variant, mean in zip(variants, means, strict=True):
+                    row = at.get((scheme, variant))
+                    if row is None or row["refused"]:
+                        line_text.append("cannot run" if row else "")
+                        line_hover.append(escape(row["refused"]) if row else "")
+                        continue
+                    star = " *" if row["winner"] else ""
+                    line_text.append(f"{mean:.{digits}f}{star}")
+                    verdict = {True: "winner", False: "beaten", None: "no verdict"}[row["winner"]]
+                    line_hover.append(
+                        f"{mean:.{digits}f} ± {row['half_width']:.{digits}f} over "
+                        f"{row['seeds']} seeds: {verdict}"
+                    )
+                text.append(line_text)
+                hover.append(line_hover)
+            figure = go.Figure(
+                go.Heatmap(
+                    z=colour,
+                    x=variants,
+                    y=schemes,
+                    text=text,
+                    texttemplate="%{text}",
+                    customdata=hover,
+                    hovertemplate="%{y} on %{x}<br>%{customdata}<extra></extra>",
+                    colorscale="RdYlGn_r",
+                    zmin=0,
+                    zmax=1,
+                    showscale=False,
+                )
+            )
+            figure.update_layout(
+                title=f"{label} ({'lower' if lower else 'higher'} is better): {group}",
+                height=120 + 40 * len(schemes),
+                margin={"l": 140, "r": 20, "t": 60, "b": 120},
+            )
+            parts.append(
+                figure.to_html(full_html=False, include_plotlyjs=False, config={"responsive": True})
+            )
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>Isthmus arena</title>"
+        f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+        "<h1>Isthmus arena</h1><p>Each heat map compares one group's schemes on one "
+        "objective: green is the best of the workload's column, red twice as bad or worse; "
+        "* marks the "
+        "schemes no other beats beyond the 95 % interval of the difference (ties are "
+        "ties). Hover for the interval and the verdict; the same table is arena.parquet."
+        "</p>" + "".join(parts) + "</body></html>"
+    )
+    path.write_text(page)
+    return path
+
+
+def _relative_column(at: dict, schemes: list[str], variants: list[str], scheme: str, lower: bool):
+    """`scheme`'s row of colours: each workload column scaled from its best to worst."""
+    out = []
+    for variant in variants:
+        column = [at[(s, variant)]["mean"] if (s, variant) in at else np.nan for s in schemes]
+        out.append(_relative(column, lower)[schemes.index(scheme)])
+    return out
+
+
+def write_markdown(rows: list[dict], path: Path) -> Path:
+    """The standings as Markdown, one table per group and objective: workloads down,
+    schemes across, each cell the mean over seeds, in bold where the scheme is among
+    the winners (docs/arena.md carries it)."""
+    lines = []
+    for group in dict.fromkeys(r["group"] for r in rows):
+        lines += [f"### {group}", ""]
+        for objective in OBJECTIVES:
+            chosen = [r for r in rows if r["group"] == group and r["objective"] == objective.key]
+            variants = list(dict.fromkeys(r["variant"] for r in chosen))
+            schemes = list(dict.fromkeys(r["scheme"] for r in chosen))
+            at = {(r["scheme"], r["variant"]): r for r in chosen}
+            better = "lower" if objective.lower_is_better else "higher"
+            lines += [f"{objective.label} ({better} is better)", ""]
+            lines.append("| workload / fabric | " + " | ".join(schemes) + " |")
+            lines.append("| --- |" + " --- |" * len(schemes))
+            for variant in variants:
+                cells = [_markdown_cell(at.get((s, variant)), objective.digits) for s in schemes]
+                lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+            lines.append("")
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _markdown_cell(row: dict | None, digits: int) -> str:
+    if row is None:
+        return ""
+    if row["refused"]:
+        return "cannot run"
+    if not np.isfinite(row["mean"]):
+        return "n/a"
+    text = f"{row['mean']:.{digits}f}"
+    return f"**{text}**" if row["winner"] else text
