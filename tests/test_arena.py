@@ -37,10 +37,17 @@ def test_a_dominated_contender_never_wins_and_a_tie_is_a_tie():
     # Higher is better: the same numbers crown the other end.
     winners, _ = unbeaten(samples, lower_is_better=False)
     assert "dominated" in winners and not {"good", "twin"} & set(winners)
-    # One seed gives no spread, hence no verdict; a contender with no finite value drops.
+    # One seed gives no spread, hence no verdict; a contender with no finite value drops
+    # out, and one left alone has nobody to be beaten by: no verdict either.
     assert unbeaten({"a": [1.0], "b": [2.0, 3.0]}, lower_is_better=True) is None
-    winners, _ = unbeaten({"a": [1.0, 1.1], "b": [float("nan")] * 2}, lower_is_better=True)
+    winners, _ = unbeaten(
+        {"a": [1.0, 1.1], "b": [float("nan")] * 2, "c": [5.0, 5.2]}, lower_is_better=True
+    )
     assert winners == ["a"]
+    assert unbeaten({"a": [1.0, 1.1], "b": [float("nan")] * 2}, lower_is_better=True) is None
+    # Equal at every seed is a tie, not a defeat by a zero-width interval.
+    winners, _ = unbeaten({"a": [9.5, 9.5, 9.5], "b": [9.5, 9.5, 9.5]}, lower_is_better=False)
+    assert winners == ["a", "b"]
 
 
 @pytest.fixture

@@ -96,6 +96,14 @@ def test_units_and_ranges_come_from_the_declaration():
         checked(StrictPriority, "scheduler", classes=65)
     with pytest.raises(ValueError, match=r"budgets goes with rank 'deadline', and only with it"):
         checked(Pifo, "scheduler", rank="arrival", budgets=["1us"])
+    with pytest.raises(ValueError, match=r"budgets goes with rank 'deadline', and only with it"):
+        checked(Pifo, "scheduler", rank="deadline", budgets=[])
+    # A dumped model validates again (scenario files are dumped and re-read).
+    for model in SCHEDULERS + AQMS + [TcpParams(small_queue_time="1ms")]:
+        assert type(model).model_validate(model.model_dump()) == model
+    # A bound is said exactly in the engine's unit.
+    with pytest.raises(ValueError, match=r"target: must be greater than 0ps"):
+        checked(CoDel, "CoDel", target="0s")
 
 
 def test_tcp_settings_cross_whole_with_the_engines_defaults():

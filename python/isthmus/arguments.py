@@ -156,5 +156,6 @@ def checked(build, name: str, *args, **fields):
             message = problem["msg"].removeprefix("Value error, ")
             if len(message) > MAX_MESSAGE_CHARS:  # a long bad value, quoted in full
                 message = message[:MAX_MESSAGE_CHARS] + "..."
-            problems.append(f"{'.'.join(str(part) for part in problem['loc'])}: {message}")
+            where = ".".join(str(part) for part in problem["loc"])
+            problems.append(f"{where}: {message}" if where else message)
         raise ValueError(f"{name}: {'; '.join(problems)}") from None

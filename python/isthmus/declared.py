@@ -219,11 +219,14 @@ def _flattened(type_name: str, declared: dict) -> dict[str, Parameter]:
         for name, schema in subkind["properties"].items():
             if name == tag:
                 continue
+            # Present with its value of the tag only: "non-empty with it" is checked by
+            # `DeclaredModel`, so the field itself takes its empty default too.
+            relaxed = {k: v for k, v in schema.items() if k != "minItems"}
             out[name] = Parameter(
                 type_name,
                 name,
                 one_line(schema.get("description", "")),
-                {**schema, "default": [] if schema.get("type") == "array" else None},
+                {**relaxed, "default": [] if schema.get("type") == "array" else None},
                 schema.get("unit"),
                 required=False,
                 nullable=schema.get("type") != "array",
@@ -244,12 +247,17 @@ def _in_range(parameter: Parameter) -> AfterValidator:
         "lt": (lambda v, b: v < b, "less than"),
     }
 
+    def shown(bound: float) -> str:
+        # Exactly, in the engine's unit: a rounded "18446744.074s" would misstate it.
+        exact = int(bound) if float(bound).is_integer() else bound
+        return f"{exact}{unit.suffix}" if unit.suffix else unit.to_user(bound)
+
     def check(value: str) -> str:
         engine_value = unit.to_engine(value)
         for key, bound in bounds.items():
             holds, words = checks[key]
             if not holds(engine_value, bound):
-                raise ValueError(f"must be {words} {unit.to_user(bound)}")
+                raise ValueError(f"must be {words} {shown(bound)}")
         return value
 
     return AfterValidator(check)
@@ -321,7 +329,7 @@ class DeclaredModel(Strict):
             if parameter.only_with is None:
                 continue
             tag, value = parameter.only_with
-            given = bool(getattr(self, field_name))
+            given = getattr(self, field_name) not in (None, [])
             if given != (getattr(self, tag) == value):
                 raise ValueError(
                     f"{field_name} goes with {tag} {value!r}, and only with it"

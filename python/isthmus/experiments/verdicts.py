@@ -182,13 +182,15 @@ def unbeaten(
     mean(B) − mean(A) lies wholly on B's better side of zero, so a tie (an interval
     across zero) beats nobody. Contenders without a finite value drop out. Returns the
     unbeaten in the given order and, per beaten one, who beat it; None (no verdict)
-    when a contender has finite values from fewer than `MIN_SEEDS` seeds."""
+    when fewer than two contenders have finite values, or one has them from fewer than
+    `MIN_SEEDS` seeds."""
     finite = {
         name: np.asarray([v for v in values if np.isfinite(v)], dtype=float)
         for name, values in samples.items()
     }
     finite = {name: values for name, values in finite.items() if len(values)}
-    if not finite or any(len(values) < MIN_SEEDS for values in finite.values()):
+    # One contender alone is beaten by nobody and wins nothing.
+    if len(finite) < 2 or any(len(values) < MIN_SEEDS for values in finite.values()):
         return None
     beaten: dict[str, list[str]] = {}
     for a, xa in finite.items():

@@ -21,11 +21,13 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
+import tomli_w
 
 from isthmus.experiments import Job, Results
 from isthmus.experiments.verdicts import cell, over_seeds, unbeaten
+from isthmus.network_metrics import bisection_bandwidth_bps
 from isthmus.results import summarize
-from isthmus.scenario import Scenario, ScenarioError
+from isthmus.scenario import ScenarioError, parse_scenario
 from isthmus.studies import Departure, StudyTable
 from isthmus.studies.arena.objectives import OBJECTIVES
 from isthmus.studies.arena.page import write_markdown, write_page, write_parquet
@@ -135,6 +137,7 @@ def arena_scenario(workload: str, fabric: str, scheme: Scheme, load: float | Non
     raw["name"] = f"arena-{workload}-{fabric}-{scheme.name}"
     raw["topology"] = FABRICS[fabric]
     raw["network"] = dict(scheme.network)
+    raw["tcp"] = {**raw.get("tcp", {}), **scheme.tcp}
     raw.pop("control", None)
     if scheme.control is not None:
         raw["control"] = scheme.control
@@ -156,13 +159,22 @@ def run_cell(workload: str, fabric: str, scheme: str, load: float | None, seed: 
     cannot run there (`refused`)."""
     contender = SCHEMES.lookup(scheme)
     try:
-        spec = Scenario.model_validate(arena_scenario(workload, fabric, contender, load))
+        # Through TOML, so a refusal reads as a scenario file's would (key and fix).
+        text = tomli_w.dumps(arena_scenario(workload, fabric, contender, load))
+        spec = parse_scenario(text, f"{scheme} on {workload} / {fabric}")
         sim = spec.build(seed=seed, base=WORKLOADS)
     except (ScenarioError, ValueError) as e:
         return {"refused": " ".join(str(e).split())}
     wall = spec.execute(sim)
     summary = summarize(sim, scenario=spec.name, wall_s=wall)
     slowdown = summary["slowdown"]
+    # Goodput over the traffic's own span, to its last flow's finish: a run with a
+    # control program stops at its next control event after that, nanoseconds later,
+    # and the scheme must not pay for the simulator's stopping rule.
+    flows = sim.flows()
+    finished = flows["finish_ps"] >= 0
+    span_ps = int(flows["finish_ps"].max()) if finished.all() and len(flows["src"]) else sim.now
+    goodput_bps = summary["bytes_delivered"] * 8 / (span_ps / 1e12)
 
     def figure(value: object) -> float:
         return float("nan") if value is None else float(value)
@@ -174,12 +186,12 @@ def run_cell(workload: str, fabric: str, scheme: str, load: float | None, seed: 
         "slowdown_p99": figure(slowdown["all"]["p99"]),
         "small_slowdown_p99": figure(slowdown["lt100KB"]["p99"]),
         "large_slowdown_mean": figure(slowdown["gt1MB"]["mean"]),
-        "goodput_gbps": summary["bytes_delivered"] * 8 / summary["simulated_s"] / 1e9,
-        "bisection_fraction": figure(summary["bisection_fraction"]),
+        "goodput_gbps": goodput_bps / 1e9,
+        "bisection_fraction": goodput_bps / (2 * bisection_bandwidth_bps(sim.topology)),
         "jain": figure(summary["flow_throughput_jain"]),
         "queue_wait_us": summary["mean_queue_wait_us"],
         "drops": float(summary["packets_dropped"]),
-        "cpu_per_simulated_s": wall / summary["simulated_s"],
+        "wall_per_simulated_s": wall / summary["simulated_s"],
     }
 
 
@@ -231,6 +243,11 @@ def standings(results: Results) -> list[dict]:
             if not members:
                 continue
             outcomes = {s: results.select(variant=variant, scheme=s) for s in members}
+            # Completion-time figures count finished flows only: where a contender left
+            # flows unfinished at the run's cap they would flatter it, so no verdict.
+            unfinished = any(
+                r.get("flows_unfinished", 0) > 0 for found in outcomes.values() for r in found
+            )
             for objective in OBJECTIVES:
                 key = objective.key
                 samples = {
@@ -238,6 +255,8 @@ def standings(results: Results) -> list[dict]:
                     for s, found in outcomes.items()
                 }
                 verdict = unbeaten(samples, lower_is_better=objective.lower_is_better)
+                if unfinished and objective.finished_flows_only:
+                    verdict = None
                 for scheme, found in outcomes.items():
                     refused = next((r["refused"] for r in found if "refused" in r), None)
                     finite = [v for v in samples[scheme] if np.isfinite(v)]
@@ -288,7 +307,7 @@ def table(results: Results) -> StudyTable:
                 cells = [f"cannot run: {refused}"] + [""] * (len(shown) - 1)
             else:
                 cells = [cell([r[o.key] for r in found], digits=o.digits) for o in shown]
-            judged = [by_key[(variant, scheme, o.key)]["winner"] for o in OBJECTIVES]
+            judged = [by_key[(variant, scheme, o.key)]["winner"] for o in OBJECTIVES if o.network]
             verdicts = [w for w in judged if w is not None]
             wins = f"{sum(verdicts)} of {len(verdicts)}" if verdicts else "-"
             table_rows.append([variant, group, scheme, *cells, wins])
@@ -296,8 +315,12 @@ def table(results: Results) -> StudyTable:
     network = {o.key for o in OBJECTIVES if o.network}
     for group in dict.fromkeys(r["group"] for r in rows):
         places = {k: v for k, v in winners.items() if k[1] == group and k[2] in network}
-        members = [r["scheme"] for r in rows if r["group"] == group and not r["refused"]]
-        wins = {s: sum(s in v for v in places.values()) for s in dict.fromkeys(members)}
+        members = list(
+            dict.fromkeys(r["scheme"] for r in rows if r["group"] == group and not r["refused"])
+        )
+        if len(members) < 2:
+            continue  # nobody to be beaten by: no claim either way
+        wins = {s: sum(s in v for v in places.values()) for s in members}
         ranked = sorted(wins.items(), key=lambda item: -item[1])
         always = [s for s, n in ranked if places and n == len(places)]
         claims.append(

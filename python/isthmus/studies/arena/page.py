@@ -63,12 +63,17 @@ def write_page(rows: list[dict], path: Path) -> Path:
                         line_text.append("cannot run" if row else "")
                         line_hover.append(escape(row["refused"]) if row else "")
                         continue
+                    if not np.isfinite(mean):
+                        line_text.append("n/a")
+                        line_hover.append("no such flows in this workload")
+                        continue
                     star = " *" if row["winner"] else ""
                     line_text.append(f"{mean:.{digits}f}{star}")
                     verdict = {True: "winner", False: "beaten", None: "no verdict"}[row["winner"]]
+                    spread = row["half_width"]
+                    interval = f" ± {spread:.{digits}f}" if np.isfinite(spread) else ""
                     line_hover.append(
-                        f"{mean:.{digits}f} ± {row['half_width']:.{digits}f} over "
-                        f"{row['seeds']} seeds: {verdict}"
+                        f"{mean:.{digits}f}{interval} over {row['seeds']} seeds: {verdict}"
                     )
                 text.append(line_text)
                 hover.append(line_hover)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from isthmus.registry import Registry
 
 GROUPS = {
-    "path selection": "which path a flow (or packet) takes; DCTCP flows, 250-packet "
-    "queues marking above 65 packets (the reference benchmark's) for every scheme",
+    "path selection": "which path a flow (or packet) takes; DCTCP flows (MPTCP's and "
+    "OFPT's: MPTCP subflows, loss-based and coupled by LIA), 250-packet queues marking "
+    "above 65 packets (the reference benchmark's) for every scheme",
     "queue management": "which packet waits, goes next or is dropped at a switch port; "
     "loss-based TCP (NewReno) over ECMP for every scheme",
     "congestion signalling": "when a switch tells DCTCP senders to slow down (ECN "
@@ -47,6 +48,7 @@ class Scheme:
     transport: str = "dctcp"
     control: dict | None = None
     source: str = ""
+    tcp: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.group not in GROUPS:
@@ -86,6 +88,26 @@ register(
         source="Al-Fares et al., NSDI 2010 (isthmus.control.apps.hedera)",
     )
 )
+
+for _name, _control in (
+    ("mptcp", None),
+    (
+        "ofpt",
+        {"latency": "0s", "apps": [{"name": "ofpt", "period": "500us", "epsilon": 0.1}]},
+    ),
+):
+    register(
+        Scheme(
+            _name,
+            "path selection",
+            {**_BENCHMARK_QUEUES, "routing": "ecmp"},
+            transport="mptcp",
+            control=_control,
+            tcp={"mptcp_subflows": 4},
+            source="MPTCP with 4 subflows (Raiciu et al., SIGCOMM 2011); OFPT's primal-dual "
+            "multicommodity-flow split over them (isthmus.control.apps.ofpt)",
+        )
+    )
 
 _TCP = {"routing": "ecmp"}
 for _name, _network in (
