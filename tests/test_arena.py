@@ -10,6 +10,7 @@ import pytest
 from isthmus.experiments import Results, run_study
 from isthmus.experiments.verdicts import unbeaten
 from isthmus.registry import Registry
+from isthmus.scenario import load_scenario
 from isthmus.studies import arena, check_study
 from isthmus.studies.arena.schemes import SCHEMES, Scheme
 
@@ -60,6 +61,13 @@ def small_arena() -> types.ModuleType:
 
 def test_the_arena_is_a_study_and_every_scheme_has_a_known_group():
     check_study(arena)
+    # Every workload is a scenario that runs alone; a workload with one load-driven
+    # stream runs at the study's loads, a surge at its own.
+    for path in sorted(arena.WORKLOADS.glob("*.toml")):
+        assert load_scenario(path).traffic, path.name
+    assert arena._loads("websearch", [0.3, 0.6]) == [0.3, 0.6]
+    assert arena._loads("surge", [0.3, 0.6]) == [None]
+    assert arena._loads("incast", [0.3, 0.6]) == [None]
     assert set(arena.QUICK["schemes"]) == set(SCHEMES)
     with pytest.raises(ValueError, match="group must be one of"):
         Scheme("teleport", "time travel")

@@ -24,11 +24,11 @@ import numpy as np
 import tomli_w
 
 from isthmus.experiments import Job, Results
-from isthmus.experiments.verdicts import cell, over_seeds, unbeaten
+from isthmus.experiments.verdicts import MIN_SEEDS, cell, over_seeds, unbeaten
 from isthmus.network_metrics import bisection_bandwidth_bps
 from isthmus.results import summarize
 from isthmus.scenario import ScenarioError, parse_scenario
-from isthmus.studies import Departure, StudyTable
+from isthmus.studies import Claim, Departure, StudyTable
 from isthmus.studies.arena.objectives import OBJECTIVES
 from isthmus.studies.arena.page import write_markdown, write_page, write_parquet
 from isthmus.studies.arena.schemes import GROUPS, SCHEMES, Scheme
@@ -69,7 +69,7 @@ FABRICS: dict[str, dict] = {
 
 FULL = {
     "fabrics": ["leafspine", "fattree4", "fattree8"],
-    "workloads": ["websearch", "datamining", "permutation", "incast"],
+    "workloads": ["websearch", "datamining", "permutation", "incast", "surge"],
     # Loads for the workloads that arrive at a load (web search, data mining).
     "loads": [0.3, 0.6],
     "schemes": list(SCHEMES),
@@ -172,9 +172,10 @@ def arena_scenario(workload: str, fabric: str, scheme: Scheme, load: float | Non
 
 
 def _loads(workload: str, loads: list[float]) -> list[float | None]:
-    """The loads a workload runs at: the study's, if its traffic arrives at a load."""
-    arrives_at_a_load = any("load" in t for t in _workload(workload)["traffic"])
-    return list(loads) if arrives_at_a_load else [None]
+    """The loads a workload runs at: the study's, if one stream of its traffic arrives
+    at a load; its own, if several do (a surge's are the point of it)."""
+    at_a_load = [t for t in _workload(workload)["traffic"] if "load" in t]
+    return list(loads) if len(at_a_load) == 1 else [None]
 
 
 def run_cell(workload: str, fabric: str, scheme: str, load: float | None, seed: int) -> dict:
@@ -345,15 +346,29 @@ def table(results: Results) -> StudyTable:
             continue  # nobody to be beaten by: no claim either way
         wins = {s: sum(s in v for v in places.values()) for s in members}
         ranked = sorted(wins.items(), key=lambda item: -item[1])
-        always = [s for s, n in ranked if places and n == len(places)]
+        statement = (
+            f"No single {group} scheme wins every network objective on every workload "
+            "(no silver bullet)"
+        )
+        if not places:
+            claims.append(
+                Claim(
+                    statement,
+                    None,
+                    f"no verdict: no (workload, objective) cell has one; a verdict needs "
+                    f"{MIN_SEEDS} or more seeds (--seeds 5 for intervals), this run has "
+                    f"{len(results.seeds)}",
+                )
+            )
+            continue
+        always = [s for s, n in ranked if n == len(places)]
         claims.append(
             over_seeds(
-                f"No single {group} scheme wins every network objective on every workload "
-                "(no silver bullet)",
+                statement,
                 not always,
                 f"unbeaten in how many of {len(places)} (workload, objective) verdicts: "
                 + ", ".join(f"{s} {n}" for s, n in ranked),
-                len(results.seeds) if places else 0,
+                len(results.seeds),
             )
         )
     notes = [f"{group}: {what}." for group, what in GROUPS.items()]
