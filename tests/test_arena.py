@@ -18,7 +18,7 @@ SMALL = {
     "fabrics": ["fattree4"],
     "workloads": ["incast", "permutation"],
     "loads": [],
-    "schemes": ["ecmp", "single_path", "drop_tail", "fq_codel"],
+    "schemes": ["ecmp", "single_path", "hedera", "drop_tail", "fq_codel"],
 }
 
 
@@ -91,6 +91,10 @@ def test_a_small_arena_runs_end_to_end_and_renders_from_its_folder(small_arena, 
             "goodput_gbps", variant="permutation / fattree4", scheme=scheme
         )
         assert all(0 < g <= 16 * 10.0 for g in permutation)
+    # Only a scheme with a control program sends commands: Hedera places elephants.
+    hedera = results.values("commands", variant="permutation / fattree4", scheme="hedera")
+    ecmp = results.values("commands", variant="permutation / fattree4", scheme="ecmp")
+    assert min(hedera) > 0 and set(ecmp) == {0.0}
     written = small_arena.figures(results, tmp_path)
     frame = pq.read_table(written[0]).to_pydict()
     assert len(frame["scheme"]) == 2 * len(SMALL["schemes"]) * len(arena.OBJECTIVES)

@@ -606,6 +606,9 @@ class ControlPlane:
         )
         self.ports = PortMap(seam)
         self.paths = Paths(self.ports)
+        self.commands_sent = 0
+        """Commands the programs sent through the seam (OpenFlow's flow-mods, group-mods,
+        meter-mods, packet-outs and the like); counter reads are not counted."""
         self.controllers: list[Controller] = []
         self.agents: dict[int, SwitchAgent] = {}
         # Timer id -> (callback, periodic); a one-shot timer leaves when it fires.
@@ -784,7 +787,9 @@ class ControlPlane:
         """Sends a command `check` returned through the seam."""
         if isinstance(checked, PacketOut | FloodOut | DropBuffer):
             self._claimed.add(checked.buffer)
-        return self.seam.send(self._delay(extra_delay), checked)
+        answer = self.seam.send(self._delay(extra_delay), checked)
+        self.commands_sent += 1
+        return answer
 
     def _delay(self, extra_delay: int | str) -> int:
         """The control latency plus `extra_delay`, refused if it would land a command

@@ -216,6 +216,7 @@ def run_cell(workload: str, fabric: str, scheme: str, load: float | None, seed: 
         "queue_wait_us": summary["mean_queue_wait_us"],
         "drops": float(summary["packets_dropped"]),
         "wall_per_simulated_s": wall / summary["simulated_s"],
+        "commands": float(sim.control_plane.commands_sent if sim.control_plane else 0),
     }
 
 

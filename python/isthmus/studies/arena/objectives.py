@@ -18,8 +18,8 @@ class Objective:
     lower_is_better: bool
     digits: int
     shown: bool = False
-    # What the network does (False: what simulating it costs this machine, which the
-    # no-silver-bullet claims and the win counts leave out).
+    # What the network does (False: what the scheme costs its controller or this
+    # machine, which the no-silver-bullet claims and the win counts leave out).
     network: bool = True
     # Counted over finished flows only (completion times, their throughputs).
     finished_flows_only: bool = False
@@ -37,6 +37,14 @@ OBJECTIVES = (
     Objective("jain", "Jain fairness of flow throughputs", "fairness", False, 3, **_FCT),
     Objective("queue_wait_us", "mean queueing delay per hop (us)", "queueing", True, 2, shown=True),
     Objective("drops", "packets dropped", "drops", True, 0),
+    Objective(
+        "commands",
+        "control commands sent (flow, group and meter changes, packet-outs)",
+        "commands",
+        True,
+        0,
+        network=False,
+    ),
     Objective(
         "wall_per_simulated_s",
         "wall-clock s per simulated s (control programs included)",
