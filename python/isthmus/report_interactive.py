@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 MOST_HEAT_MAPS = 12
 
 
-def _div(figure) -> str:
+def figure_div(figure) -> str:
+    """A plotly figure as an HTML fragment, for a page that embeds plotly.js once."""
     return figure.to_html(full_html=False, include_plotlyjs=False, config={"responsive": True})
 
 
@@ -67,7 +68,7 @@ def slowdown_scatter(runs: list[Run]) -> str:
     _layout(figure, "Slowdown of every finished flow", "flow size (bytes)", "slowdown")
     figure.update_xaxes(type="log")
     figure.update_yaxes(type="log")
-    return _div(figure)
+    return figure_div(figure)
 
 
 def time_series(runs: list[Run]) -> str:
@@ -102,7 +103,7 @@ def time_series(runs: list[Run]) -> str:
     figure.update_xaxes(title_text="time (ms)", rangemode="tozero")
     figure.update_yaxes(title_text="Gbit/s", rangemode="tozero", row=1, col=1)
     figure.update_yaxes(title_text="packets", rangemode="tozero", row=1, col=2)
-    return _div(figure)
+    return figure_div(figure)
 
 
 def utilization_heatmap(run: Run) -> str:
@@ -138,7 +139,7 @@ def utilization_heatmap(run: Run) -> str:
     )
     _layout(figure, f"Utilization: {run.name}", x_title, "switch egress port")
     figure.update_layout(height=max(420, 14 * len(names) + 120))
-    return _div(figure)
+    return figure_div(figure)
 
 
 def section(runs: list[Run]) -> str:

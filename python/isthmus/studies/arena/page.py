@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isthmus.report_interactive import figure_div
 from isthmus.studies.arena.objectives import OBJECTIVES
 
 
@@ -52,13 +53,17 @@ def write_page(rows: list[dict], path: Path) -> Path:
             variants = list(dict.fromkeys(r["variant"] for r in chosen))
             schemes = list(dict.fromkeys(r["scheme"] for r in chosen))
             at = {(r["scheme"], r["variant"]): r for r in chosen}
-            colour, text, hover = [], [], []
-            for scheme in schemes:
-                means = [at[(scheme, v)]["mean"] if (scheme, v) in at else np.nan for v in variants]
-                colour.append(_relative_column(at, schemes, variants, scheme, lower))
+            means = {
+                v: [at[(s, v)]["mean"] if (s, v) in at else np.nan for s in schemes]
+                for v in variants
+            }
+            shortfalls = {v: _relative(column, lower) for v, column in means.items()}
+            colour = [[shortfalls[v][i] for v in variants] for i in range(len(schemes))]
+            text, hover = [], []
+            for i, scheme in enumerate(schemes):
                 line_text, line_hover = [], []
-                for variant, mean in zip(variants, means, strict=True):
-                    row = at.get((scheme, variant))
+                for variant in variants:
+                    mean, row = means[variant][i], at.get((scheme, variant))
                     if row is None or row["refused"]:
                         line_text.append("cannot run" if row else "")
                         line_hover.append(escape(row["refused"]) if row else "")
@@ -97,9 +102,7 @@ def write_page(rows: list[dict], path: Path) -> Path:
                 height=120 + 40 * len(schemes),
                 margin={"l": 140, "r": 20, "t": 60, "b": 120},
             )
-            parts.append(
-                figure.to_html(full_html=False, include_plotlyjs=False, config={"responsive": True})
-            )
+            parts.append(figure_div(figure))
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>Isthmus arena</title>"
         f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
@@ -112,15 +115,6 @@ def write_page(rows: list[dict], path: Path) -> Path:
     )
     path.write_text(page)
     return path
-
-
-def _relative_column(at: dict, schemes: list[str], variants: list[str], scheme: str, lower: bool):
-    """`scheme`'s row of colours: each workload column scaled from its best to worst."""
-    out = []
-    for variant in variants:
-        column = [at[(s, variant)]["mean"] if (s, variant) in at else np.nan for s in schemes]
-        out.append(_relative(column, lower)[schemes.index(scheme)])
-    return out
 
 
 def write_markdown(rows: list[dict], path: Path) -> Path:
