@@ -10,9 +10,10 @@ import pytest
 from isthmus.experiments import Results, run_study
 from isthmus.experiments.verdicts import unbeaten
 from isthmus.registry import Registry
-from isthmus.scenario import load_scenario
+from isthmus.results import summarize
+from isthmus.scenario import load_scenario, parse_scenario
 from isthmus.studies import arena, check_study
-from isthmus.studies.arena.schemes import SCHEMES, Scheme
+from isthmus.studies.arena.schemes import SCHEMES, Scheme, register
 
 SMALL = {
     "fabrics": ["fattree4"],
@@ -71,6 +72,11 @@ def test_the_arena_is_a_study_and_every_scheme_has_a_known_group():
     assert set(arena.QUICK["schemes"]) == set(SCHEMES)
     with pytest.raises(ValueError, match="group must be one of"):
         Scheme("teleport", "time travel")
+    # A sensitivity row varies a scheme of its own group, never another sensitivity row.
+    with pytest.raises(ValueError, match="varies a scheme of its own group"):
+        register(Scheme("ecmp_as_codel", "queue management", varies="ecmp"))
+    with pytest.raises(ValueError, match="varies a scheme of its own group"):
+        register(Scheme("twice", "path selection", varies="hedera_5ms"))
     with pytest.raises(ValueError, match="did you mean 'ecmp'"):
         arena.jobs({**SMALL, "schemes": ["ecpm"]}, [1])
 
@@ -147,3 +153,105 @@ def test_a_planted_dominated_scheme_is_never_reported_a_winner(monkeypatch):
     assert planted_rows and all(row[-1].startswith("0 of") for row in planted_rows)
     claim = table.claims[0]
     assert claim.holds is False  # the twins win everything: here there is a silver bullet
+
+
+LEARNED = {
+    "fabrics": ["leafspine", "mesh"],
+    "workloads": ["incast"],
+    "loads": [0.5],
+    "schemes": ["pfc_only", "dcqcn_paper", "acc", "ecmp", "single_path", "diolkos"],
+    "training_episodes": 2,
+    "training_episode_ms": 2.0,
+}
+
+
+def test_learned_schemes_train_first_and_every_cell_can_be_run_alone(tmp_path):
+    module = types.ModuleType("arena_learned")
+    module.__dict__.update(arena.__dict__)
+    module.QUICK = LEARNED
+    results = run_study(module, quick=True, seeds=[1, 2], folder=tmp_path / "study")
+    # ACC trained once a seed, on training traffic, before its cells; what it learned is
+    # not in the cells' results, and only the cells are in the table.
+    training = results.select(experiment="training")
+    assert [r["seed"] for r in results.matching(experiment="training")] == [1, 2]
+    assert all(len(r["curve"]) == 2 and r["wall_s"] > 0 for r in training)
+    acc = results.select(experiment="arena", scheme="acc")
+    assert len(acc) == 4 and all(r["training_s"] > 0 and r["commands"] > 0 for r in acc)
+    assert all(r["training_s"] == 0 for r in results.select(experiment="arena", scheme="ecmp"))
+    table = module.table(results)
+    assert len(table.rows) == 2 * len(LEARNED["schemes"])
+    assert any("After pre-training, ACC's greedy reward" in c.statement for c in table.claims)
+    # Physics: PFC makes every RDMA scheme lossless; the full mesh has one shortest path
+    # between racks, so ECMP is single-path there, to the packet, and Diolkos, which may
+    # take two-hop detours, is not.
+    for scheme in ("pfc_only", "dcqcn_paper", "acc"):
+        assert all(r["drops"] == 0 for r in results.select(experiment="arena", scheme=scheme))
+    mesh = {
+        s: results.select(variant="incast / mesh", scheme=s)
+        for s in ("ecmp", "single_path", "diolkos")
+    }
+    for objective in (o for o in arena.OBJECTIVES if o.network):
+        assert np.array_equal(
+            [r[objective.key] for r in mesh["ecmp"]],
+            [r[objective.key] for r in mesh["single_path"]],
+            equal_nan=True,
+        )
+    assert all(r["commands"] > 0 for r in mesh["diolkos"])
+    # Click-through: the page holds each cell's runs and the scenario that runs it alone,
+    # and that scenario at a cell's seed gives the cell's figures again.
+    page = module.figures(results, tmp_path)[1].read_text()
+    assert '"incast / mesh": {' in page and "the scenario that runs this cell alone" in page
+    scenarios = module.cell_scenarios(results)
+    assert scenarios[("incast / leafspine", "acc")] is None
+    spec = parse_scenario(scenarios[("incast / mesh", "diolkos")], "cell")
+    sim = spec.build(seed=2, base=arena.WORKLOADS)
+    spec.execute(sim)
+    again = summarize(sim, scenario=spec.name, wall_s=0.0)
+    run = results.select(variant="incast / mesh", scheme="diolkos", seed=2)[0]
+    assert again["slowdown"]["all"]["mean"] == pytest.approx(run["slowdown_mean"], rel=1e-12)
+    assert float(again["packets_dropped"]) == run["drops"]
+
+
+def test_a_sensitivity_row_is_judged_in_its_originals_place_and_leaves_verdicts_alone(
+    monkeypatch,
+):
+    schemes = Registry("arena scheme")
+    for name in ("ecmp", "twin", "planted"):
+        schemes.register(name, Scheme(name, "path selection"))
+    # Far better than everyone on every objective, but a sensitivity row of `planted`.
+    schemes.register("planted_fixed", Scheme("planted_fixed", "path selection", varies="planted"))
+    monkeypatch.setattr(arena, "SCHEMES", schemes)
+    rng = np.random.default_rng(11)
+    records = []
+    for seed in range(1, 6):
+        base = {o.key: float(10 + rng.normal(0, 0.5)) for o in arena.OBJECTIVES}
+        worse = {
+            k: v * (3.0 if o.lower_is_better else 0.3)
+            for o, (k, v) in zip(arena.OBJECTIVES, base.items(), strict=True)
+        }
+        better = {
+            k: v * (0.3 if o.lower_is_better else 3.0)
+            for o, (k, v) in zip(arena.OBJECTIVES, base.items(), strict=True)
+        }
+        for scheme, result in (
+            ("ecmp", base),
+            ("twin", dict(base)),
+            ("planted", worse),
+            ("planted_fixed", better),
+        ):
+            records.append(_record("websearch / a", scheme, seed, result))
+    results = Results("arena", True, [1, 2, 3, 4, 5], {}, records)
+    rows = arena.standings(results)
+    by = {(r["scheme"], r["objective"]): r["winner"] for r in rows}
+    for objective in arena.OBJECTIVES:
+        # The group's verdict is the one without the sensitivity row...
+        assert by[("ecmp", objective.key)] and by[("twin", objective.key)]
+        assert by[("planted", objective.key)] is False
+        # ...which, in planted's place, beats everyone.
+        assert by[("planted_fixed", objective.key)] is True
+    table = arena.table(results)
+    assert any(row[2] == "planted_fixed (sensitivity, for planted)" for row in table.rows)
+    network = sum(o.network for o in arena.OBJECTIVES)
+    note = next(n for n in table.notes if n.startswith("Sensitivity planted_fixed"))
+    assert f"unbeaten in {network} of {network} network verdicts, planted in 0" in note
+    assert "planted_fixed" not in table.claims[0].evidence

@@ -412,7 +412,7 @@ class PoissonFlows(Strict):
     destinations: Literal["other_racks", "all_others"] = "other_racks"
     start: Time = "0s"
     stop: Time
-    transport: TransportName = "dctcp"
+    transport: FlowTransportName = "dctcp"
 
     @model_validator(mode="after")
     def _window(self) -> PoissonFlows:

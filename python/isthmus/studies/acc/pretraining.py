@@ -4,6 +4,7 @@ held-out mix)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from isthmus.control.apps.acc import model_states
 from isthmus.experiments import Results
 from isthmus.experiments.verdicts import cell, within
 from isthmus.learning.ecn_queues import NUM_TEMPLATES
+from isthmus.simulation import Simulation
 from isthmus.studies import Claim
 from isthmus.studies.acc.best_static import TemplateEcn, loaded_reward
 from isthmus.studies.acc.testbed import TESTBED, FabricSize, control, models_json, network
@@ -19,19 +21,44 @@ from isthmus.studies.acc.traffic import incast_mix
 
 
 def pretrain(seed: int, episodes: int, episode_ms: float, size: FabricSize = TESTBED) -> dict:
-    """Offline pre-training on incast mixes on a fabric of `size`, the episodes one run
-    of the same learners (weights, replay memory and exploration carry over); returns
-    the models (which fit that fabric only) in JSON form, the learning curve and the
-    cost. The curve is a greedy evaluation after each episode on one held-out incast
-    mix, over loaded queues only (`loaded_reward`); beside it, every template held on
-    that mix (`static_on_incast`), the best of which is what the curve should reach."""
-    rng = np.random.default_rng([seed, 2021])
+    """Offline pre-training on incast mixes on a fabric of `size` (`pretrain_on`);
+    returns the models (which fit that fabric only) in JSON form, the learning curve
+    on one held-out incast mix and the cost."""
     held_out = int(np.random.default_rng([seed, 2022]).integers(2**31))
-    learners: dict = {}
-    curve, simulated, started = [], 0.0, time.perf_counter()
-    for _ in range(episodes):
+
+    def training_run(rng: np.random.Generator) -> Simulation:
         sim = network(int(rng.integers(2**31)), size=size)
         incast_mix(sim, rng, 0.0, episode_ms / 1e3)
+        return sim
+
+    def held_out_run() -> Simulation:
+        sim = network(held_out, size=size)
+        incast_mix(sim, np.random.default_rng([held_out, 2023]), 0.0, episode_ms / 1e3)
+        return sim
+
+    return pretrain_on(training_run, held_out_run, seed, episodes, episode_ms)
+
+
+def pretrain_on(
+    training_run: Callable[[np.random.Generator], Simulation],
+    held_out_run: Callable[[], Simulation],
+    seed: int,
+    episodes: int,
+    episode_ms: float,
+) -> dict:
+    """Pre-training, the episodes one run of the same learners (weights, replay memory
+    and exploration carry over), each on `training_run(rng)`'s network and traffic
+    (its draws from one stream of `seed`). Returns the models in JSON form, the
+    learning curve and the cost. The curve is a greedy evaluation after each episode
+    on `held_out_run()` (traffic never trained on), over loaded queues only
+    (`loaded_reward`); beside it, every template held on that traffic
+    (`held_out_static`), the best of which is what the curve should reach."""
+    rng = np.random.default_rng([seed, 2021])
+    learners: dict = {}
+    curve, simulated, started = [], 0.0, time.perf_counter()
+    agents: list = []
+    for _ in range(episodes):
+        sim = training_run(rng)
         plane, agents = control(sim, "ACC", None, seed, train=True)
         for agent in agents:
             if agent.switch.name in learners:
@@ -40,36 +67,31 @@ def pretrain(seed: int, episodes: int, episode_ms: float, size: FabricSize = TES
         simulated += episode_ms / 1e3
         learners = {a.switch.name: a.dqn for a in agents}
         models = {"models": models_json(model_states(agents))}
-        curve.append(greedy_on_incast(held_out, episode_ms, models, size))
+        curve.append(greedy_on(held_out_run(), episode_ms, models))
     wall = time.perf_counter() - started
     return {
         **models,
         "curve": curve,
-        "held_out_static": [
-            static_on_incast(held_out, episode_ms, t, size) for t in range(NUM_TEMPLATES)
-        ],
+        "held_out_static": [static_on(held_out_run(), episode_ms, t) for t in range(NUM_TEMPLATES)],
         "simulated_s": simulated,
         "wall_s": wall,
         "busy_intervals": int(sum(a.busy_intervals for a in agents)),
     }
 
 
-def greedy_on_incast(seed: int, span_ms: float, trained: dict, size: FabricSize) -> float:
-    """The learners of `trained` acting greedily, without training, on the incast mix of
-    `seed`: their mean reward over loaded queues."""
-    sim = network(seed, size=size)
-    incast_mix(sim, np.random.default_rng([seed, 2023]), 0.0, span_ms / 1e3)
-    plane, agents = control(sim, "ACC", trained, seed, train=False, greedy=True)
+def greedy_on(sim: Simulation, span_ms: float, trained: dict) -> float:
+    """The learners of `trained` acting greedily, without training, for `span_ms` on
+    `sim` (its network and traffic, their random streams from its seed): their mean
+    reward over loaded queues."""
+    plane, agents = control(sim, "ACC", trained, sim.seed, train=False, greedy=True)
     plane.run(f"{span_ms}ms")
     return loaded_reward(agents)
 
 
-def static_on_incast(seed: int, span_ms: float, template: int, size: FabricSize) -> float:
-    """One template held on every port over the incast mix of `seed` (the held-out mix
-    the learning curve is measured on): the same score, the yardstick the curve should
-    reach."""
-    sim = network(seed, size=size)
-    incast_mix(sim, np.random.default_rng([seed, 2023]), 0.0, span_ms / 1e3)
+def static_on(sim: Simulation, span_ms: float, template: int) -> float:
+    """One template held on every port of `sim` for `span_ms` (the held-out traffic
+    the learning curve is measured on): the same score, the yardstick the curve
+    should reach."""
     plane = ControlPlane(sim)
     agents = plane.add_agents(TemplateEcn, template=template)
     plane.run(f"{span_ms}ms")
@@ -111,12 +133,13 @@ def pretraining_rows(results: Results) -> list[list[str]]:
     ]
 
 
-def pretraining_claim(results: Results) -> Claim:
-    """Pre-trained ACC acting greedily on a mix it never trained on earns within
-    `CONVERGED_WITHIN` of the best template held there."""
-    runs = results.select(experiment="training")
+def pretraining_claim(results: Results, traffic: str = "incast mix", **where) -> Claim:
+    """Pre-trained ACC acting greedily on `traffic` it never trained on earns within
+    `CONVERGED_WITHIN` of the best template held there (the training jobs `where`
+    selects, among the study's "training" ones)."""
+    runs = results.select(experiment="training", **where)
     statement = (
-        f"After pre-training, ACC's greedy reward on a held-out incast mix is within "
+        f"After pre-training, ACC's greedy reward on a held-out {traffic} is within "
         f"{CONVERGED_WITHIN} of the best static template's there"
     )
     gaps = [r["curve"][-1] - max(r["held_out_static"]) for r in runs]

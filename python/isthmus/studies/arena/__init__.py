@@ -2,13 +2,16 @@
 
 Each paper compares its scheme with its own baselines, on its own testbed, by its own
 metrics. Here the schemes that make the same decision (`schemes.GROUPS`: path
-selection, queue management, congestion signalling) run on one engine, on the same
-fabrics (`FABRICS`: a leaf-spine at 2:1 oversubscription, k = 4 and k = 8 fat-trees) and the same
-workloads (`workloads/*.toml`: web search and data mining at a load, a permutation of
-long flows, incast rounds), and every run is scored by every objective any of the papers
-cares about (`OBJECTIVES`). Per workload and objective, the schemes of a group that no
-other beats beyond the 95 % interval of the difference (Welch, over seeds) are its
-winners; a tie is a tie. A scheme that cannot run in a cell shows why.
+selection, queue management, congestion signalling over DCTCP and over DCQCN) run on
+one engine, on the same fabrics (`scenarios.FABRICS`: a leaf-spine at 2:1
+oversubscription, k = 4 and k = 8 fat-trees, a small full mesh) and the same workloads
+(`workloads/*.toml`: web search, data mining and Hadoop at a load, permutations and
+strides of long flows, incast rounds, a surge), and every run is scored by every
+objective any of the papers cares about (`OBJECTIVES`). Per workload and objective, the
+schemes of a group that no other beats beyond the 95 % interval of the difference
+(Welch, over seeds) are its winners; a tie is a tie. A scheme that cannot run in a cell
+shows why. Learned schemes train first, on training traffic (`learned`); sensitivity
+rows undo a departure and are judged in their original's place.
 
 A workload is a scenario file: the arena keeps its traffic and [run], and puts in each
 fabric's topology and each scheme's [network], transport and [control]. A new workload
@@ -17,7 +20,6 @@ is a new file in `workloads/`; a new scheme, a `schemes.register` call.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -27,58 +29,45 @@ from isthmus.experiments import Job, Results
 from isthmus.experiments.verdicts import MIN_SEEDS, cell, over_seeds, unbeaten
 from isthmus.network_metrics import bisection_bandwidth_bps
 from isthmus.results import summarize
-from isthmus.scenario import ScenarioError, parse_scenario
+from isthmus.scenario import ScenarioError
 from isthmus.studies import Claim, Departure, StudyTable
+from isthmus.studies.arena.learned import TRAINING
 from isthmus.studies.arena.objectives import OBJECTIVES
 from isthmus.studies.arena.page import write_markdown, write_page, write_parquet
-from isthmus.studies.arena.schemes import GROUPS, SCHEMES, Scheme
+from isthmus.studies.arena.scenarios import (
+    FABRICS,
+    WORKLOADS,
+    arena_scenario,
+    build,
+    workload_file,
+)
+from isthmus.studies.arena.schemes import GROUPS, SCHEMES
+
+__all__ = ["FABRICS", "WORKLOADS"]
 
 NAME = "arena"
 TITLE = (
     "The arena: path selection, queue management and congestion signalling schemes, "
     "each against the others on the same fabrics and workloads"
 )
-WORKLOADS = Path(__file__).parent / "workloads"
-
-FABRICS: dict[str, dict] = {
-    # 32 hosts at 10 Gb/s under 4 leaves, each leaf 2 x 20 Gb/s up: 2:1 oversubscribed.
-    "leafspine": {
-        "kind": "leaf_spine",
-        "spines": 2,
-        "leaves": 4,
-        "hosts_per_leaf": 8,
-        "host_link": {"rate": "10Gbps", "delay": "1us"},
-        "fabric_link": {"rate": "20Gbps", "delay": "1us"},
-    },
-    # 16 hosts, every link 10 Gb/s: full bisection, four core paths between pods.
-    "fattree4": {
-        "kind": "fat_tree",
-        "k": 4,
-        "host_link": {"rate": "10Gbps", "delay": "1us"},
-        "fabric_link": {"rate": "10Gbps", "delay": "1us"},
-    },
-    # 128 hosts, 16 core paths between pods.
-    "fattree8": {
-        "kind": "fat_tree",
-        "k": 8,
-        "host_link": {"rate": "10Gbps", "delay": "1us"},
-        "fabric_link": {"rate": "10Gbps", "delay": "1us"},
-    },
-}
-
 
 FULL = {
-    "fabrics": ["leafspine", "fattree4", "fattree8"],
-    "workloads": ["websearch", "datamining", "permutation", "incast", "surge"],
+    "fabrics": ["leafspine", "fattree4", "fattree8", "mesh"],
+    "workloads": ["websearch", "datamining", "hadoop", "permutation", "stride", "incast", "surge"],
     # Loads for the workloads that arrive at a load (web search, data mining).
     "loads": [0.3, 0.6],
     "schemes": list(SCHEMES),
+    # Learned schemes' training: episodes of web search on the leaf-spine at the loads.
+    "training_episodes": 100,
+    "training_episode_ms": 20.0,
 }
 QUICK = {
     "fabrics": ["leafspine"],
     "workloads": ["websearch", "permutation", "incast"],
     "loads": [0.5],
     "schemes": list(SCHEMES),
+    "training_episodes": 10,
+    "training_episode_ms": 20.0,
 }
 
 DEPARTURES = (
@@ -87,8 +76,8 @@ DEPARTURES = (
         "Each paper's own testbed: Diolkos and IBCN on Mininet meshes, OFPT and Hedera on "
         "fat-trees, ACC on a testbed leaf-spine, DCTCP's on one rack",
         "The same fabrics for every scheme: a 32-host leaf-spine at 2:1 "
-        "oversubscription, k = 4 and k = 8 fat-trees (16 and 128 hosts), 10 Gb/s hosts, "
-        "1 us links",
+        "oversubscription, k = 4 and k = 8 fat-trees (16 and 128 hosts), a full mesh of 6 "
+        "switches (24 hosts), 10 Gb/s hosts, 1 us links",
         "Schemes can only be compared on one substrate; each study (isthmus reproduce) "
         "keeps its paper's own setup",
         "not run: the per-paper studies are the paper's setup",
@@ -112,7 +101,8 @@ DEPARTURES = (
         "(per second of delay) by 10^3",
         "The arena's flows live for milliseconds on 10 Gb/s links whose 250-packet queues "
         "drain in 0.3 ms: at the papers' time scales these schemes would never act",
-        "not run",
+        "sensitivity rows: hedera_5ms (polls every 5 ms), codel_rfc, pie_rfc and "
+        "fq_codel_rfc (the RFCs' own times), each judged in its original's place",
     ),
     Departure(
         "transport",
@@ -138,55 +128,75 @@ DEPARTURES = (
         "not run",
     ),
     Departure(
+        "time scale",
+        "Diolkos samples every 1 s and decides every 2 s over flows of 10 s, its Dense "
+        "net trained on 380 rows a switch (Bel et al., CF 2021)",
+        "Diolkos samples every 100 us and decides every 200 us (10^-4), entries idle out "
+        "after 500 us, with the paper's EWMA forecaster (from its 5th row)",
+        "The arena's runs last 5-40 ms: 50-400 rows a switch, too few to train the Dense "
+        "net on before the flows it would move have finished",
+        "not run: the Dense net needs a run longer than the arena's workloads "
+        "(isthmus reproduce diolkos runs it)",
+    ),
+    Departure(
+        "training data",
+        "ACC pre-trains offline on its testbed's traffic and keeps learning online "
+        "(Yan et al., SIGCOMM 2021); 25 Gb/s servers, 100 Gb/s fabric",
+        "ACC's shared network pre-trained on web search over the arena's leaf-spine "
+        "(training episodes at the study's loads, traffic seeds never the arena's), then "
+        "learning online on every fabric and workload, 10 Gb/s hosts",
+        "Learned schemes train on training traffic and are scored on held-out traffic; one "
+        "model for every fabric, as the paper installs one model on every switch",
+        "not run: training per fabric",
+    ),
+    Departure(
+        "decision rule",
+        "ACC compares with the production marking profile at each port's rate: Kmin "
+        "100 KB and Kmax 400 KB at 25 Gb/s, Pmax 20 %",
+        "dcqcn_production scales it to the hosts' 10 Gb/s on every port (Kmin 40 KB, "
+        "Kmax 160 KB), the leaf-spine's 20 Gb/s uplinks included",
+        "A scenario's marking is one profile for every port",
+        "not run",
+    ),
+    Departure(
         "baseline",
         "Each group's papers hold the other decisions at their own testbed's settings",
         "Each group holds them at one baseline (`schemes.GROUPS`): path selection over "
         "the reference benchmark's DCTCP with K = 65; queue management with loss-based "
-        "TCP over ECMP; congestion signalling with DCTCP over ECMP",
+        "TCP over ECMP; congestion signalling with DCTCP over ECMP; RDMA congestion "
+        "signalling with DCQCN senders, PFC and shared buffers over ECMP",
         "A group's schemes differ in its one decision only",
         "not run",
     ),
 )
 
 
-def _workload(name: str) -> dict:
-    return tomllib.loads((WORKLOADS / f"{name}.toml").read_text())
-
-
-def arena_scenario(workload: str, fabric: str, scheme: Scheme, load: float | None) -> dict:
-    """The scenario one cell runs: the workload's traffic and [run] on the fabric, with
-    the scheme's [network], transport and [control]."""
-    raw = _workload(workload)
-    raw["name"] = f"arena-{workload}-{fabric}-{scheme.name}"
-    raw["topology"] = FABRICS[fabric]
-    raw["network"] = dict(scheme.network)
-    raw["tcp"] = {**raw.get("tcp", {}), **scheme.tcp}
-    raw.pop("control", None)
-    if scheme.control is not None:
-        raw["control"] = scheme.control
-    for traffic in raw["traffic"]:
-        traffic["transport"] = scheme.transport
-        if load is not None and "load" in traffic:
-            traffic["load"] = load
-    return raw
-
-
 def _loads(workload: str, loads: list[float]) -> list[float | None]:
     """The loads a workload runs at: the study's, if one stream of its traffic arrives
     at a load; its own, if several do (a surge's are the point of it)."""
-    at_a_load = [t for t in _workload(workload)["traffic"] if "load" in t]
+    at_a_load = [t for t in workload_file(workload)["traffic"] if "load" in t]
     return list(loads) if len(at_a_load) == 1 else [None]
 
 
-def run_cell(workload: str, fabric: str, scheme: str, load: float | None, seed: int) -> dict:
+def run_cell(
+    workload: str,
+    fabric: str,
+    scheme: str,
+    load: float | None,
+    seed: int,
+    trained: dict | None = None,
+) -> dict:
     """One scheme on one fabric and workload at one seed: its objectives, or why it
-    cannot run there (`refused`)."""
+    cannot run there (`refused`). A learned scheme runs what it learned (`trained`, its
+    training job's result) on this traffic, which it never trained on."""
     contender = SCHEMES.lookup(scheme)
     try:
         # Through TOML, so a refusal reads as a scenario file's would (key and fix).
-        text = tomli_w.dumps(arena_scenario(workload, fabric, contender, load))
-        spec = parse_scenario(text, f"{scheme} on {workload} / {fabric}")
-        sim = spec.build(seed=seed, base=WORKLOADS)
+        spec, sim = build(workload, fabric, contender, load, seed)
+        if contender.learning is not None:
+            if trained is None:
+                raise ValueError(f"{scheme} is learned: run its training job first")
+            contender.learning.attach(sim, trained, seed)
     except (ScenarioError, ValueError) as e:
         return {"refused": " ".join(str(e).split())}
     wall = spec.execute(sim)
@@ -217,6 +227,7 @@ def run_cell(workload: str, fabric: str, scheme: str, load: float | None, seed: 
         "drops": float(summary["packets_dropped"]),
         "wall_per_simulated_s": wall / summary["simulated_s"],
         "commands": float(sim.control_plane.commands_sent if sim.control_plane else 0),
+        "training_s": float(trained["wall_s"]) if trained is not None else 0.0,
     }
 
 
@@ -224,16 +235,46 @@ def _variant(workload: str, fabric: str, load: float | None) -> str:
     return f"{workload}{'' if load is None else f' {load}'} / {fabric}"
 
 
+def train(scheme: str, seed: int, episodes: int, episode_ms: float, loads: list[float]) -> dict:
+    """Learned scheme `scheme`'s training at `seed` (`Learning.train`), before any cell
+    of it runs."""
+    contender = SCHEMES.lookup(scheme)
+    if contender.learning is None:
+        raise ValueError(f"{scheme} learns nothing: it has no training")
+    return contender.learning.train(contender, seed, episodes, episode_ms, loads)
+
+
 def jobs(settings: dict, seeds: list[int]) -> list[Job]:
+    """Each learned scheme's training at each seed, then every cell (a learned scheme's
+    take its seed's training)."""
     unknown = [s for s in settings["schemes"] if s not in SCHEMES]
     if unknown:
         SCHEMES.lookup(unknown[0])  # names the closest known scheme
-    out = []
+    training = {
+        (scheme, seed): Job(
+            TRAINING,
+            scheme,
+            seed,
+            train,
+            {
+                "scheme": scheme,
+                "seed": seed,
+                "episodes": settings["training_episodes"],
+                "episode_ms": settings["training_episode_ms"],
+                "loads": list(settings["loads"]) or [0.5],
+            },
+        )
+        for scheme in settings["schemes"]
+        if SCHEMES[scheme].learning is not None
+        for seed in seeds
+    }
+    out = list(training.values())
     for fabric in settings["fabrics"]:
         for workload in settings["workloads"]:
             for load in _loads(workload, settings["loads"]):
                 for scheme in settings["schemes"]:
                     for seed in seeds:
+                        trained = training.get((scheme, seed))
                         out.append(
                             Job(
                                 NAME,
@@ -248,6 +289,7 @@ def jobs(settings: dict, seeds: list[int]) -> list[Job]:
                                     "seed": seed,
                                 },
                                 variant=_variant(workload, fabric, load),
+                                needs={"trained": trained.name} if trained else {},
                             )
                         )
     return out
@@ -260,29 +302,52 @@ def standings(results: Results) -> list[dict]:
     from isthmus.compare import mean_interval
 
     rows = []
-    for variant in results.distinct("variant"):
+    for variant in results.distinct("variant", experiment=NAME):
         for group in GROUPS:
             members = [
-                s for s in results.distinct("scheme", variant=variant) if SCHEMES[s].group == group
+                s
+                for s in results.distinct("scheme", experiment=NAME, variant=variant)
+                if SCHEMES[s].group == group
             ]
             if not members:
                 continue
-            outcomes = {s: results.select(variant=variant, scheme=s) for s in members}
+            outcomes = {
+                s: results.select(experiment=NAME, variant=variant, scheme=s) for s in members
+            }
             # Completion-time figures count finished flows only: where a contender left
             # flows unfinished at the run's cap they would flatter it, so no verdict.
             unfinished = any(
                 r.get("flows_unfinished", 0) > 0 for found in outcomes.values() for r in found
             )
+            # The group's own contenders are judged among themselves; a sensitivity row
+            # in its original's place, so its verdict says whether the departure it
+            # varies changes the original's.
+            main = [m for m in members if SCHEMES[m].varies is None]
             for objective in OBJECTIVES:
                 key = objective.key
                 samples = {
                     s: [r[key] for r in found if "refused" not in r]
                     for s, found in outcomes.items()
                 }
-                verdict = unbeaten(samples, lower_is_better=objective.lower_is_better)
-                if unfinished and objective.finished_flows_only:
-                    verdict = None
+                verdicts = {}
+                for scheme in members:
+                    original = SCHEMES[scheme].varies
+                    if original is None and "main" in verdicts:
+                        verdicts[scheme] = verdicts["main"]
+                        continue
+                    judged = [m for m in main if m != original]
+                    if original is not None:
+                        judged.append(scheme)
+                    verdict = unbeaten(
+                        {m: samples[m] for m in judged}, lower_is_better=objective.lower_is_better
+                    )
+                    if unfinished and objective.finished_flows_only:
+                        verdict = None
+                    verdicts[scheme] = verdict
+                    if original is None:
+                        verdicts["main"] = verdict
                 for scheme, found in outcomes.items():
+                    verdict = verdicts[scheme]
                     refused = next((r["refused"] for r in found if "refused" in r), None)
                     finite = [v for v in samples[scheme] if np.isfinite(v)]
                     mean, half = mean_interval(finite) if finite else (float("nan"),) * 2
@@ -291,6 +356,7 @@ def standings(results: Results) -> list[dict]:
                             "variant": variant,
                             "group": group,
                             "scheme": scheme,
+                            "varies": SCHEMES[scheme].varies or "",
                             "objective": key,
                             "mean": mean,
                             "half_width": half if len(finite) > 1 else float("nan"),
@@ -305,14 +371,43 @@ def standings(results: Results) -> list[dict]:
 
 
 def _winners(rows: list[dict]) -> dict[tuple[str, str, str], list[str]]:
-    """(variant, group, objective) -> its winners (only where there is a verdict)."""
+    """(variant, group, objective) -> its winners among the group's own contenders (only
+    where there is a verdict; sensitivity rows apart)."""
     out: dict[tuple[str, str, str], list[str]] = {}
     for row in rows:
-        if row["winner"] is not None:
+        if row["winner"] is not None and not row["varies"]:
             place = out.setdefault((row["variant"], row["group"], row["objective"]), [])
             if row["winner"]:
                 place.append(row["scheme"])
     return out
+
+
+def _sensitivity_notes(rows: list[dict]) -> list[str]:
+    """For each sensitivity row: in how many network verdicts it is unbeaten in its
+    original's place, beside the original, and how many of those verdicts differ."""
+    network = {o.key for o in OBJECTIVES if o.network}
+    verdicts = {
+        (r["variant"], r["objective"], r["scheme"]): r["winner"]
+        for r in rows
+        if r["objective"] in network and r["winner"] is not None
+    }
+    notes = []
+    for scheme in dict.fromkeys(r["scheme"] for r in rows if r["varies"]):
+        original = SCHEMES[scheme].varies
+        both = [
+            (won, verdicts[(variant, objective, original)])
+            for (variant, objective, name), won in verdicts.items()
+            if name == scheme and (variant, objective, original) in verdicts
+        ]
+        if not both:
+            continue
+        differ = sum(a != b for a, b in both)
+        notes.append(
+            f"Sensitivity {scheme} ({SCHEMES[scheme].source}) in {original}'s place: unbeaten "
+            f"in {sum(a for a, _ in both)} of {len(both)} network verdicts, {original} in "
+            f"{sum(b for _, b in both)}; {differ} of them differ"
+        )
+    return notes
 
 
 def table(results: Results) -> StudyTable:
@@ -323,10 +418,10 @@ def table(results: Results) -> StudyTable:
     columns.append("unbeaten")
     by_key = {(r["variant"], r["scheme"], r["objective"]): r for r in rows}
     table_rows = []
-    for variant in results.distinct("variant"):
-        for scheme in results.distinct("scheme", variant=variant):
+    for variant in results.distinct("variant", experiment=NAME):
+        for scheme in results.distinct("scheme", experiment=NAME, variant=variant):
             group = SCHEMES[scheme].group
-            found = results.select(variant=variant, scheme=scheme)
+            found = results.select(experiment=NAME, variant=variant, scheme=scheme)
             refused = next((r["refused"] for r in found if "refused" in r), None)
             if refused:
                 cells = [f"cannot run: {refused}"] + [""] * (len(shown) - 1)
@@ -335,13 +430,19 @@ def table(results: Results) -> StudyTable:
             judged = [by_key[(variant, scheme, o.key)]["winner"] for o in OBJECTIVES if o.network]
             verdicts = [w for w in judged if w is not None]
             wins = f"{sum(verdicts)} of {len(verdicts)}" if verdicts else "-"
-            table_rows.append([variant, group, scheme, *cells, wins])
+            original = SCHEMES[scheme].varies
+            label = scheme if original is None else f"{scheme} (sensitivity, for {original})"
+            table_rows.append([variant, group, label, *cells, wins])
     claims = []
     network = {o.key for o in OBJECTIVES if o.network}
     for group in dict.fromkeys(r["group"] for r in rows):
         places = {k: v for k, v in winners.items() if k[1] == group and k[2] in network}
         members = list(
-            dict.fromkeys(r["scheme"] for r in rows if r["group"] == group and not r["refused"])
+            dict.fromkeys(
+                r["scheme"]
+                for r in rows
+                if r["group"] == group and not r["refused"] and not r["varies"]
+            )
         )
         if len(members) < 2:
             continue  # nobody to be beaten by: no claim either way
@@ -373,7 +474,7 @@ def table(results: Results) -> StudyTable:
             )
         )
     notes = [f"{group}: {what}." for group, what in GROUPS.items()]
-    variants = results.distinct("variant")
+    variants = results.distinct("variant", experiment=NAME)
     for group in dict.fromkeys(r["group"] for r in rows):
         for objective in OBJECTIVES:
             tally: dict[str, int] = {}
@@ -391,6 +492,11 @@ def table(results: Results) -> StudyTable:
                     f"{group}, {objective.label}: unbeaten on how many of {judged} "
                     f"workloads: {shown_wins}"
                 )
+    notes += _sensitivity_notes(rows)
+    for scheme in results.distinct("scheme", experiment=TRAINING):
+        claim, note = SCHEMES[scheme].learning.judge(scheme, results)
+        claims.append(claim)
+        notes.append(note)
     notes.append(
         "A scheme wins an objective where no other scheme of its group beats it beyond the "
         "95 % interval of the difference (Welch, over seeds); ties are ties, and one seed "
@@ -406,13 +512,43 @@ def table(results: Results) -> StudyTable:
     )
 
 
+def _cell_of(variant: str) -> tuple[str, float | None, str]:
+    """(workload, load, fabric) of a variant as `_variant` writes it."""
+    workload, fabric = variant.split(" / ")
+    name, _, load = workload.partition(" ")
+    return name, float(load) if load else None, fabric
+
+
+def cell_scenarios(results: Results) -> dict[tuple[str, str], str | None]:
+    """(variant, scheme) -> the scenario that runs that cell alone (TOML), None for a
+    learned scheme (its agents attach from Python after its training)."""
+    out: dict[tuple[str, str], str | None] = {}
+    for record in results.matching(experiment=NAME):
+        key = (record["variant"], record["scheme"])
+        if key in out or record["scheme"] not in SCHEMES:
+            continue
+        scheme = SCHEMES[record["scheme"]]
+        workload, load, fabric = _cell_of(record["variant"])
+        out[key] = (
+            None
+            if scheme.learning is not None
+            else tomli_w.dumps(arena_scenario(workload, fabric, scheme, load))
+        )
+    return out
+
+
 def figures(results: Results, folder: Path) -> list[Path]:
     """The arena as Parquet (one row per cell, objective and scheme, for SQL), as an
-    interactive page (a heat map of scheme x workload per objective) and as Markdown
-    tables (docs/arena.md)."""
+    interactive page (a heat map of scheme x workload per objective, each cell's runs a
+    click away) and as Markdown tables (docs/arena.md)."""
     rows = standings(results)
     return [
         write_parquet(rows, folder / "arena.parquet"),
-        write_page(rows, folder / "arena.html"),
+        write_page(
+            rows,
+            folder / "arena.html",
+            results.matching(experiment=NAME),
+            cell_scenarios(results),
+        ),
         write_markdown(rows, folder / "arena.md"),
     ]

@@ -46,6 +46,14 @@ OBJECTIVES = (
         network=False,
     ),
     Objective(
+        "training_s",
+        "training before the run, CPU s (learned schemes; on training traffic)",
+        "training",
+        True,
+        0,
+        network=False,
+    ),
+    Objective(
         "wall_per_simulated_s",
         "wall-clock s per simulated s (control programs included)",
         "wall",

@@ -1,10 +1,12 @@
 """The arena's standings as files: Parquet for SQL (`isthmus query` or DuckDB), and one
 self-contained HTML page with a heat map of scheme x workload per objective and group,
-each cell's number, interval and verdict on hover, written from stored results without
-re-running anything (`isthmus reproduce arena --from FOLDER --figures DIR`)."""
+each cell's number, interval and verdict on hover, and on a click its runs (every
+seed's figures, and the scenario that runs the cell alone), written from stored results
+without re-running anything (`isthmus reproduce arena --from FOLDER --figures DIR`)."""
 
 from __future__ import annotations
 
+import json
 from html import escape
 from pathlib import Path
 
@@ -40,7 +42,92 @@ def _relative(values: list[float], lower_is_better: bool) -> list[float]:
     return [shortfall(v) for v in values]
 
 
-def write_page(rows: list[dict], path: Path) -> Path:
+# Fills the panel under a heat map with the clicked cell's runs, from RUNS (the page's
+# own data: no server, no re-run).
+_CLICK_THROUGH = """
+const RUNS = %s;
+const OBJECTIVES = %s;
+function esc(t) {
+  return String(t).replace(/[&<>]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;"})[c]);
+}
+function showRuns(panel, scheme, variant) {
+  const cell = (RUNS[variant] || {})[scheme];
+  if (!cell) { panel.innerHTML = ""; return; }
+  let html = "<h3>" + esc(scheme) + " on " + esc(variant) + "</h3>";
+  if (cell.refused) html += "<p>cannot run: " + esc(cell.refused) + "</p>";
+  if (cell.seeds.length) {
+    html += "<table border='1' cellpadding='3'><tr><th>objective</th>";
+    for (const seed of cell.seeds) html += "<th>seed " + seed + "</th>";
+    html += "</tr>";
+    for (const [key, label] of OBJECTIVES) {
+      html += "<tr><td>" + esc(label) + "</td>";
+      for (const v of cell.values[key]) html += "<td>" + (v === null ? "" : v) + "</td>";
+      html += "</tr>";
+    }
+    html += "</table>";
+  }
+  if (cell.scenario) {
+    html += "<details><summary>the scenario that runs this cell alone: save it as " +
+      "cell.toml, then isthmus run cell.toml --seed N</summary><pre>" +
+      esc(cell.scenario) + "</pre></details>";
+  } else if (cell.how) {
+    html += "<p>" + esc(cell.how) + "</p>";
+  }
+  panel.innerHTML = html;
+}
+document.querySelectorAll(".plotly-graph-div").forEach(function (div) {
+  const panel = document.createElement("div");
+  div.parentNode.insertBefore(panel, div.nextSibling);
+  div.on("plotly_click", function (event) {
+    const point = event.points[0];
+    showRuns(panel, point.y, point.x);
+  });
+});
+"""
+
+
+def _runs(records: list[dict], scenarios: dict[tuple[str, str], str | None]) -> dict:
+    """variant -> scheme -> that cell's runs: seeds, each objective's value per seed,
+    why it could not run, and its scenario (None: a learned scheme, attached from
+    Python after its training)."""
+    out: dict[str, dict[str, dict]] = {}
+    for record in records:
+        variant, scheme, result = record["variant"], record["scheme"], record["result"]
+        cell = out.setdefault(variant, {}).setdefault(
+            scheme,
+            {"seeds": [], "values": {o.key: [] for o in OBJECTIVES}, "refused": ""},
+        )
+        if "refused" in result:
+            cell["refused"] = result["refused"]
+            continue
+        cell["seeds"].append(record["seed"])
+        for objective in OBJECTIVES:
+            value = result.get(objective.key)
+            finite = value is not None and np.isfinite(value)
+            cell["values"][objective.key].append(
+                round(float(value), objective.digits + 2) if finite else None
+            )
+    for (variant, scheme), text in scenarios.items():
+        if variant in out and scheme in out[variant]:
+            if text is None:
+                out[variant][scheme]["how"] = (
+                    f"{scheme} is learned: its trained agents are attached from Python after "
+                    "its training job (isthmus.studies.arena.learned)"
+                )
+            else:
+                out[variant][scheme]["scenario"] = text
+    return out
+
+
+def write_page(
+    rows: list[dict],
+    path: Path,
+    records: list[dict] = (),
+    scenarios: dict[tuple[str, str], str | None] | None = None,
+) -> Path:
+    """The page: one heat map per objective and group, and under each the runs of the
+    cell last clicked (`records`: the cells' job records; `scenarios`: (variant,
+    scheme) -> the scenario that runs that cell alone)."""
     import plotly.graph_objects as go
     from plotly.offline import get_plotlyjs
 
@@ -110,11 +197,25 @@ def write_page(rows: list[dict], path: Path) -> Path:
         "objective: green is the best of the workload's column, red twice as bad or worse; "
         "* marks the "
         "schemes no other beats beyond the 95 % interval of the difference (ties are "
-        "ties). Hover for the interval and the verdict; the same table is arena.parquet."
-        "</p>" + "".join(parts) + "</body></html>"
+        "ties). Hover for the interval and the verdict, click for the cell's runs (every "
+        "seed, and the scenario that runs it alone); the same table is arena.parquet."
+        "</p>"
+        + "".join(parts)
+        + "<script type='text/javascript'>"
+        + _CLICK_THROUGH
+        % (
+            _script_json(_runs(list(records), scenarios or {})),
+            _script_json([[o.key, o.label] for o in OBJECTIVES]),
+        )
+        + "</script></body></html>"
     )
     path.write_text(page)
     return path
+
+
+def _script_json(value: object) -> str:
+    """JSON safe inside a <script> element (no "</" can close it)."""
+    return json.dumps(value).replace("</", "<\\/")
 
 
 def write_markdown(rows: list[dict], path: Path) -> Path:

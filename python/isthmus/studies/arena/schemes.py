@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from isthmus.registry import Registry
+from isthmus.studies.arena.learned import ACC, Learning
 
 GROUPS = {
     "path selection": "which path a flow (or packet) takes; DCTCP flows (MPTCP's and "
@@ -18,6 +19,9 @@ GROUPS = {
     "loss-based TCP (NewReno) over ECMP for every scheme",
     "congestion signalling": "when a switch tells DCTCP senders to slow down (ECN "
     "marking); ECMP and 250-packet queues for every scheme",
+    "RDMA congestion signalling": "when a switch marks packets for DCQCN senders (RDMA "
+    "over lossless Ethernet); PFC, 12 MB shared buffers and ECMP for every scheme (ACC's "
+    "testbed settings, isthmus reproduce acc)",
 }
 """Each group: the decision its schemes make, and what is held fixed while they do."""
 
@@ -40,7 +44,8 @@ _DC_PIE = {
 @dataclass(frozen=True)
 class Scheme:
     """One contender: its group, the [network] keys it sets over the group's baseline,
-    its flows' transport, its control programs ([control] table, or None)."""
+    its flows' transport, its control programs ([control] table, or None), and for a
+    learned scheme how it learns before it is scored (`learning`)."""
 
     name: str
     group: str
@@ -49,6 +54,10 @@ class Scheme:
     control: dict | None = None
     source: str = ""
     tcp: dict = field(default_factory=dict)
+    learning: Learning | None = None
+    varies: str | None = None
+    """A sensitivity row: the scheme whose departure from its paper this one undoes
+    (`source` says how); it is judged in that scheme's place, outside the verdicts."""
 
     def __post_init__(self) -> None:
         if self.group not in GROUPS:
@@ -61,6 +70,13 @@ SCHEMES: Registry[Scheme] = Registry("arena scheme")
 
 
 def register(scheme: Scheme) -> Scheme:
+    if scheme.varies is not None:
+        original = SCHEMES.lookup(scheme.varies)
+        if original.group != scheme.group or original.varies is not None:
+            raise ValueError(
+                f"scheme {scheme.name} varies {scheme.varies}: a sensitivity row varies a "
+                f"scheme of its own group ({scheme.group}) that is no sensitivity row itself"
+            )
     return SCHEMES.register(scheme.name, scheme)
 
 
@@ -144,5 +160,109 @@ for _name, _network, _source in (
             "congestion signalling",
             {"routing": "ecmp", "switch_queue": "250pkts", **_network},
             source=_source,
+        )
+    )
+
+# Diolkos at the arena's time scale: the paper samples every second and decides every
+# two (flows of 10 s); here every 100 us and 200 us (10^-4), entries idle out after
+# 500 us. The EWMA forecaster (the paper's heuristic): the paper's Dense net needs
+# hundreds of rows a switch before it forecasts, more than the arena's runs hold.
+register(
+    Scheme(
+        "diolkos",
+        "path selection",
+        {**_BENCHMARK_QUEUES, "routing": "ecmp"},
+        control={
+            "latency": "0s",
+            "apps": [
+                {
+                    "name": "diolkos",
+                    "model": "ewma",
+                    "sample_period": "100us",
+                    "smoothing": 1,
+                    "train_after": 5,
+                    "idle_timeout": "500us",
+                }
+            ],
+        },
+        source="Bel et al., CF 2021, with the paper's EWMA forecaster "
+        "(isthmus.control.apps.diolkos)",
+    )
+)
+
+# ACC's testbed at the arena's 10 Gb/s hosts: deep host queues served round robin (an
+# RDMA NIC's queue pairs), 12 MB shared switch buffers, PFC on priority 0.
+_RDMA = {
+    "routing": "ecmp",
+    "host_queue": "64MB",
+    "host_scheduler": {"kind": "fq"},
+    "switch_queue": "12MB",
+    "shared_buffer": "12MB",
+    "pfc": {"xoff": "1MB", "xon": "800KB", "lossless": [0], "free_fraction": 0.125},
+}
+for _name, _network, _source in (
+    ("pfc_only", {}, "DCQCN senders with no marking: PFC's pauses are their only brake"),
+    (
+        "dcqcn_paper",
+        {"aqm": {"kind": "ramp", "kmin": "5KB", "kmax": "200KB", "pmax": 0.01}},
+        "DCQCN's own defaults (Zhu et al., SIGCOMM 2015): Kmin 5 KB, Kmax 200 KB, Pmax 1 %",
+    ),
+    (
+        "dcqcn_production",
+        {"aqm": {"kind": "ramp", "kmin": "40KB", "kmax": "160KB", "pmax": 0.2}},
+        "the production profile ACC compares with (Kmin 100 KB, Kmax 400 KB at 25 Gb/s, "
+        "Pmax 20 %), scaled to the hosts' 10 Gb/s",
+    ),
+):
+    register(
+        Scheme(
+            _name,
+            "RDMA congestion signalling",
+            {**_RDMA, **_network},
+            transport="dcqcn",
+            source=_source,
+        )
+    )
+register(
+    Scheme(
+        "acc",
+        "RDMA congestion signalling",
+        # ACC sets every port's marking from its start.
+        _RDMA,
+        transport="dcqcn",
+        learning=ACC,
+        source="Yan et al., SIGCOMM 2021: one shared Double-DQN tuning every port's marking "
+        "every 1 ms, pre-trained on training traffic (isthmus.control.apps.acc)",
+    )
+)
+
+# Sensitivity rows: the time-scale departures that could change a verdict, undone as far
+# as the arena's runs allow, each judged in its original's place.
+register(
+    Scheme(
+        "hedera_5ms",
+        "path selection",
+        {**_BENCHMARK_QUEUES, "routing": "ecmp"},
+        control={
+            "latency": "0s",
+            "apps": [{"name": "hedera", "period": "5s", "time_scale": 1e-3}],
+        },
+        source="Hedera polling every 5 ms, the paper's 5 s scaled by 10^-3 rather than 10^-4",
+        varies="hedera",
+    )
+)
+for _name, _network, _original in (
+    ("codel_rfc", {"aqm": {"kind": "codel"}}, "codel"),
+    ("pie_rfc", {"aqm": {"kind": "pie"}}, "pie"),
+    ("fq_codel_rfc", {"scheduler": {"kind": "fq"}, "aqm": {"kind": "codel"}}, "fq_codel"),
+):
+    register(
+        Scheme(
+            _name,
+            "queue management",
+            {**_TCP, "switch_queue": "250pkts", **_network},
+            transport="tcp",
+            source=f"{_original} at its RFC's own times and gains, unscaled",
+            varies=_original,
         )
     )
