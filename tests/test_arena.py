@@ -255,3 +255,16 @@ def test_a_sensitivity_row_is_judged_in_its_originals_place_and_leaves_verdicts_
     note = next(n for n in table.notes if n.startswith("Sensitivity planted_fixed"))
     assert f"unbeaten in {network} of {network} network verdicts, planted in 0" in note
     assert "planted_fixed" not in table.claims[0].evidence
+
+
+def test_bcn_schemes_regulate_every_flow_and_refuse_incast_rounds_by_name():
+    # The same network and TCP less the regulators is queue management's drop_tail.
+    bcn = arena.run_cell("websearch", "leafspine", "bcn", 0.3, 1)
+    unregulated = arena.run_cell("websearch", "leafspine", "drop_tail", 0.3, 1)
+    assert bcn["flows"] == unregulated["flows"] and bcn["flows_unfinished"] == 0
+    assert bcn["slowdown_mean"] != unregulated["slowdown_mean"]
+    # IBCN trains on its first 75 polls (7.5 ms), then drives the points by command.
+    ibcn = arena.run_cell("websearch", "leafspine", "ibcn", 0.3, 1)
+    assert ibcn["commands"] > 0 and bcn["commands"] == 0
+    refused = arena.run_cell("incast", "leafspine", "ibcn", None, 1)["refused"]
+    assert "incast rounds add their flows as the run goes" in refused

@@ -1,8 +1,11 @@
 """Control programs from scenario files: `[control]` runs apps by name with their
 parameters, the latency and the table-miss policy; BCN traffic is declarable."""
 
+import tomllib
+
 import numpy as np
 import pytest
+import tomli_w
 
 from isthmus import load_scenario
 from isthmus.scenario import ScenarioError, parse_scenario
@@ -145,3 +148,85 @@ def test_bcn_sources_and_congestion_points_come_from_the_file():
         parse_scenario(without_points).build()
     with pytest.raises(ScenarioError, match="q_sc .* must exceed q_eq"):
         parse_scenario(BCN.replace("q_eq = 20.0", "q_eq = 95.0"))
+
+
+REGULATED = """
+name = "regulated"
+[topology]
+kind = "leaf_spine"
+spines = 1
+leaves = 2
+hosts_per_leaf = 4
+[network]
+switch_queue = "100pkts"
+[network.bcn]
+q_eq = 20.0
+[network.bcn_regulator]
+fair_share = "300Mbps"
+min_pause = "200us"
+max_pause = "800us"
+[[traffic]]
+kind = "flows"
+pattern = { kind = "incast", receiver = 7, senders = 3 }
+arrivals = { kind = "batch", count = 1 }
+sizes = { min = "1MB", max = "1MB" }
+stop = "1us"
+transport = "tcp"
+[run]
+duration = "50ms"
+stop_when = "flows_finished"
+"""
+
+
+def _regulated_by_hand(text: str):
+    """The same run, its flows put behind regulators through the Python API."""
+    raw = tomllib.loads(text)
+    regulator = raw["network"].pop("bcn_regulator")
+    spec = parse_scenario(tomli_w.dumps(raw))
+    sim = spec.build()
+    for flow in range(sim.num_flows):
+        sim.regulate_with_bcn(flow, **regulator)
+    spec.execute(sim)
+    return sim
+
+
+def test_every_flow_goes_behind_the_bcn_regulator_the_file_gives():
+    spec = parse_scenario(REGULATED)
+    sim = spec.build()
+    spec.execute(sim)
+    # Exactly what regulating each flow by hand gives, to the packet: every flow, the
+    # file's settings.
+    by_hand = _regulated_by_hand(REGULATED)
+    for key in ("finish_ps", "packets_dropped", "bytes_delivered"):
+        assert np.array_equal(sim.flows()[key], by_hand.flows()[key])
+    # Three 1 MB senders into one host: the congestion point pushed back, and regulated
+    # senders finish otherwise than unregulated ones.
+    assert int(np.sum(sim.bcn()["normal"]) + np.sum(sim.bcn()["stop"])) > 0
+    free = parse_scenario(
+        REGULATED.split("[network.bcn_regulator]")[0] + REGULATED.split('max_pause = "800us"\n')[1]
+    )
+    unregulated = free.build()
+    free.execute(unregulated)
+    assert not np.array_equal(unregulated.flows()["finish_ps"], sim.flows()["finish_ps"])
+    # What it cannot regulate, it refuses by name: no points, DCQCN flows, incast rounds.
+    with pytest.raises(ScenarioError, match="bcn_regulator needs congestion points"):
+        parse_scenario(REGULATED.replace("[network.bcn]\nq_eq = 20.0\n", ""))
+    with pytest.raises(ScenarioError, match="network.bcn_regulator: flow 0 is not a TCP"):
+        parse_scenario(REGULATED.replace('transport = "tcp"', 'transport = "dcqcn"')).build()
+    rounds = REGULATED.replace(
+        '''[[traffic]]
+kind = "flows"
+pattern = { kind = "incast", receiver = 7, senders = 3 }
+arrivals = { kind = "batch", count = 1 }
+sizes = { min = "1MB", max = "1MB" }
+stop = "1us"
+transport = "tcp"''',
+        """[[traffic]]
+kind = "incast"
+receiver = 7
+senders = 3
+size = "64KB"
+rounds = 3""",
+    )
+    with pytest.raises(ScenarioError, match="incast rounds add their flows as the run goes"):
+        parse_scenario(rounds).build()

@@ -51,7 +51,7 @@ from isthmus.flows import Incast, Poisson, SizeRange, generate_flows
 from isthmus.flows import Pattern as FlowPattern
 from isthmus.inputs import confined_to, excerpt, read_text, shown_path, user_file
 from isthmus.queues import DEFAULT_LIMITS, Aqm, DeviceQueue, Scheduler
-from isthmus.simulation import BcnPauses, BcnPoints, Pfc, Simulation
+from isthmus.simulation import BcnPauses, BcnPoints, BcnRegulator, Pfc, Simulation
 from isthmus.topology import Link, Topology
 from isthmus.transport import FlowTransportName, TcpParams, TransportName
 from isthmus.workload import read_flow_list, resolve_flow_list
@@ -270,6 +270,13 @@ class PortQueueModel(Strict):
     device_queue: DeviceQueue | None = None
 
 
+class BcnRegulated(BcnRegulator):
+    """Every TCP, DCTCP and CUBIC flow behind a BCN rate regulator at its host (IBCN's
+    reaction points): Ru, Gi, Gd and the STOP pauses as the engine declares them."""
+
+    fair_share: Rate = Field(description="the rate a flow restarts at after a STOP's pause")
+
+
 # [network.pfc]: priority flow control as the simulation declares it.
 PfcModel = Pfc
 
@@ -317,11 +324,21 @@ class Network(Strict):
     )
     pfc: PfcModel | None = Field(None, description=_ENGINE["pfc"].meaning)
     bcn: BcnModel | None = Field(None, description=_ENGINE["bcn"].meaning)
+    bcn_regulator: BcnRegulated | None = Field(
+        None,
+        description="every TCP-family flow behind a BCN rate regulator at its host, "
+        "driven by the `bcn` congestion points",
+    )
 
     @model_validator(mode="after")
     def _one_marker(self) -> Network:
         if self.aqm is not None and self.ecn_threshold is not None:
             raise ValueError("give ecn_threshold (a step marker) or aqm, not both")
+        if self.bcn_regulator is not None and self.bcn is None:
+            raise ValueError(
+                "bcn_regulator needs congestion points to drive it: add a [network.bcn] "
+                "table (its defaults are IBCN's)"
+            )
         return self
 
 
@@ -802,6 +819,7 @@ class Scenario(Strict):
                 raise
             except ValueError as e:
                 raise ScenarioError(f"traffic[{i}]: {e}") from None
+        self._regulate(sim)
         if self.control is not None:
             sim.control_plane = self.control.attach(sim)
         try:
@@ -809,6 +827,24 @@ class Scenario(Strict):
         except ValueError as e:
             raise ScenarioError(f"telemetry: {e}") from None
         return sim
+
+    def _regulate(self, sim: Simulation) -> None:
+        """Puts every flow behind its BCN regulator (`network.bcn_regulator`)."""
+        regulator = self.network.bcn_regulator
+        if regulator is None:
+            return
+        if any(isinstance(block, IncastTraffic) for block in self.traffic):
+            raise ScenarioError(
+                "network.bcn_regulator: incast rounds add their flows as the run goes, and "
+                "a regulator is put on a flow as the scenario adds it; give the incast as "
+                "one round, or run it without BCN regulators"
+            )
+        settings = regulator.model_dump()
+        for flow in range(sim.num_flows):
+            try:
+                sim.regulate_with_bcn(flow, **settings)
+            except ValueError as e:
+                raise ScenarioError(f"network.bcn_regulator: {e}") from None
 
 
 MAX_PROBLEM_LINES = 20

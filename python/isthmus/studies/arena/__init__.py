@@ -2,8 +2,8 @@
 
 Each paper compares its scheme with its own baselines, on its own testbed, by its own
 metrics. Here the schemes that make the same decision (`schemes.GROUPS`: path
-selection, queue management, congestion signalling over DCTCP and over DCQCN) run on
-one engine, on the same fabrics (`scenarios.FABRICS`: a leaf-spine at 2:1
+selection, queue management, congestion signalling over DCTCP, over DCQCN and by BCN)
+run on one engine, on the same fabrics (`scenarios.FABRICS`: a leaf-spine at 2:1
 oversubscription, k = 4 and k = 8 fat-trees, a small full mesh) and the same workloads
 (`workloads/*.toml`: web search, data mining and Hadoop at a load, permutations and
 strides of long flows, incast rounds, a surge), and every run is scored by every
@@ -159,12 +159,44 @@ DEPARTURES = (
         "not run",
     ),
     Departure(
+        "time scale",
+        "IBCN polls the switches every 1 s (500 ms while collecting its training set); "
+        "a STOPped source pauses 200-800 ms (Tran et al.)",
+        "IBCN polls every 100 us and fits its LSTM on the run's first 75 polls (7.5 ms, "
+        "plain BCN meanwhile); pauses of 200-800 us, as isthmus reproduce ibcn scales them",
+        "The arena's runs last milliseconds; at the paper's time scale IBCN would never "
+        "finish collecting, and one STOP would outlast every flow",
+        "not run: isthmus reproduce ibcn runs the paper's time scale",
+    ),
+    Departure(
+        "training data",
+        "IBCN trains on a training set collected before it acts",
+        "IBCN's forecaster trains on the start of the very run it then acts in (held out "
+        "in time, not in traffic); a run over before its 75 polls (the permutation and "
+        "stride) is plain BCN throughout",
+        "The ACC-style pre-training on other traffic would need the forecaster carried "
+        "between runs, which the scenario's IBCN app does not take",
+        "not run",
+    ),
+    Departure(
+        "control scope",
+        "BCN and IBCN regulate the paper's long-lived sources, restarting at their fair "
+        "share of the one bottleneck",
+        "Every flow of the workload behind a regulator, restarting at 5 Gb/s (a host's "
+        "share of its leaf's uplinks on the leaf-spine); incast rounds add flows as the "
+        "run goes and are refused",
+        "The arena's workloads are flows; the paper's fair share has no counterpart in a "
+        "fabric with many bottlenecks",
+        "not run",
+    ),
+    Departure(
         "baseline",
         "Each group's papers hold the other decisions at their own testbed's settings",
         "Each group holds them at one baseline (`schemes.GROUPS`): path selection over "
         "the reference benchmark's DCTCP with K = 65; queue management with loss-based "
         "TCP over ECMP; congestion signalling with DCTCP over ECMP; RDMA congestion "
-        "signalling with DCQCN senders, PFC and shared buffers over ECMP",
+        "signalling with DCQCN senders, PFC and shared buffers over ECMP; BCN with "
+        "NewReno behind the regulators over ECMP",
         "A group's schemes differ in its one decision only",
         "not run",
     ),

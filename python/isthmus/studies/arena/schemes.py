@@ -21,7 +21,13 @@ GROUPS = {
     "marking); ECMP and 250-packet queues for every scheme",
     "RDMA congestion signalling": "when a switch marks packets for DCQCN senders (RDMA "
     "over lossless Ethernet); PFC, 12 MB shared buffers and ECMP for every scheme (ACC's "
-    "testbed settings, isthmus reproduce acc)",
+    "testbed settings, isthmus reproduce acc). A DCQCN flow ends when its last byte "
+    "arrives, with no handshake, so its short flows' slowdown (ideal: size at line rate "
+    "plus a base round trip) falls below 1: compare within the group only",
+    "BCN congestion notification": "when a switch tells a host's rate regulator to slow "
+    "down or stop (Backward Congestion Notification); loss-based TCP (NewReno) behind the "
+    "regulators, congestion points with IBCN's settings on every switch port, 250-packet "
+    "queues and ECMP for every scheme (isthmus reproduce ibcn's setup)",
 }
 """Each group: the decision its schemes make, and what is held fixed while they do."""
 
@@ -266,3 +272,50 @@ for _name, _network, _original in (
             varies=_original,
         )
     )
+
+# BCN at the arena's time scale: STOP pauses of 200-800 us (IBCN's 200-800 ms scaled by
+# 10^-3, as isthmus reproduce ibcn scales them), restarting at 5 Gb/s, a host's share of
+# its leaf's uplinks on the leaf-spine (the paper gives no rule).
+_BCN = {
+    "routing": "ecmp",
+    "switch_queue": "250pkts",
+    "bcn": {"pm": 0.01, "q_eq": 20.0, "q_sc": 90.0, "w": 2.0},
+    "bcn_regulator": {"fair_share": "5Gbps", "min_pause": "200us", "max_pause": "800us"},
+}
+register(
+    Scheme(
+        "bcn",
+        "BCN congestion notification",
+        _BCN,
+        transport="tcp",
+        source="each congestion point's feedback from its own queue (Bergamasco, 2005; "
+        "IBCN's baseline)",
+    )
+)
+# IBCN polls every 100 us (its paper's 1 s scaled by 10^-4) and fits its forecaster on
+# the run's first 75 polls, plain BCN meanwhile, as its paper collects its training set.
+register(
+    Scheme(
+        "ibcn",
+        "BCN congestion notification",
+        _BCN,
+        transport="tcp",
+        control={
+            "latency": "0s",
+            "apps": [
+                {
+                    "name": "ibcn",
+                    "model": "lstm",
+                    "model_options": {"layers": 4},
+                    "interval": "100us",
+                    "window": 10,
+                    "horizon": 5,
+                    "training_polls": 75,
+                }
+            ],
+        },
+        source="Tran et al.: the controller forecasts every switch's queue (a 4-layer "
+        "LSTM, the paper's) and drives its congestion point from the forecast "
+        "(isthmus.control.apps.ibcn)",
+    )
+)
