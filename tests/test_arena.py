@@ -268,3 +268,27 @@ def test_bcn_schemes_regulate_every_flow_and_refuse_incast_rounds_by_name():
     assert ibcn["commands"] > 0 and bcn["commands"] == 0
     refused = arena.run_cell("incast", "leafspine", "ibcn", None, 1)["refused"]
     assert "incast rounds add their flows as the run goes" in refused
+
+
+def test_a_combination_is_its_parts_and_refuses_what_cannot_be_combined():
+    from isthmus.studies.arena.schemes import combine
+
+    # ECMP over a scheme already on ECMP is that scheme, to the packet.
+    alone = arena.run_cell("permutation", "leafspine", "ecn_k65", None, 2)
+    combined = arena.run_cell("permutation", "leafspine", "ecmp+ecn_k65", None, 2)
+    for objective in (o for o in arena.OBJECTIVES if o.network):
+        assert combined[objective.key] == pytest.approx(alone[objective.key], nan_ok=True)
+    # Spraying packets over ECN's queues changes the run: the path decision is its own.
+    sprayed = arena.run_cell("permutation", "leafspine", "spray+ecn_k20", None, 2)
+    assert sprayed["slowdown_mean"] != arena.run_cell(
+        "permutation", "leafspine", "ecn_k20", None, 2
+    )["slowdown_mean"]
+    hedera_acc = SCHEMES["hedera+acc"]
+    assert hedera_acc.learning is SCHEMES["acc"].learning and hedera_acc.transport == "dcqcn"
+    assert [a["name"] for a in hedera_acc.control["apps"]] == ["hedera"]
+    with pytest.raises(ValueError, match="would both run on every switch"):
+        combine("diolkos", "acc")
+    with pytest.raises(ValueError, match="mptcp, .* dcqcn; a flow has one transport"):
+        combine("mptcp", "dcqcn_paper")
+    with pytest.raises(ValueError, match="combine a path-selection scheme with"):
+        combine("codel", "ecn_k20")

@@ -8,7 +8,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from isthmus.control import ControlPlane
 from isthmus.control.apps.acc import model_states
 from isthmus.experiments import Results
 from isthmus.experiments.verdicts import cell, within
@@ -16,7 +15,14 @@ from isthmus.learning.ecn_queues import NUM_TEMPLATES
 from isthmus.simulation import Simulation
 from isthmus.studies import Claim
 from isthmus.studies.acc.best_static import TemplateEcn, loaded_reward
-from isthmus.studies.acc.testbed import TESTBED, FabricSize, control, models_json, network
+from isthmus.studies.acc.testbed import (
+    TESTBED,
+    FabricSize,
+    control,
+    models_json,
+    network,
+    own_plane,
+)
 from isthmus.studies.acc.traffic import incast_mix
 
 
@@ -92,7 +98,7 @@ def static_on(sim: Simulation, span_ms: float, template: int) -> float:
     """One template held on every port of `sim` for `span_ms` (the held-out traffic
     the learning curve is measured on): the same score, the yardstick the curve
     should reach."""
-    plane = ControlPlane(sim)
+    plane = own_plane(sim)
     agents = plane.add_agents(TemplateEcn, template=template)
     plane.run(f"{span_ms}ms")
     return loaded_reward(agents)

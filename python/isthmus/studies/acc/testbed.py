@@ -93,10 +93,11 @@ def control(
 ):
     """Attaches the scheme (ACC's learners those of `trained`, a pre-training's result,
     or untrained; `greedy`: never exploring; best static's template `trained`'s, a
-    template sweep's result); returns the plane and its agents. Torch
+    template sweep's result) to `sim`'s control plane, or a new one if it has none
+    (other programs on it go on running beside); returns the plane and its agents. Torch
     runs on one thread, its global generator seeded from `seed`: a run does not depend
     on what ran before it."""
-    plane = ControlPlane(sim)
+    plane = own_plane(sim)
     if scheme == "ACC":
         import torch
 
@@ -125,6 +126,13 @@ def control(
         profile = {"SECN1": "paper", "SECN2": "production"}[scheme]
         agents = plane.add_agents(StaticEcn, profile=profile, classes=classes)
     return plane, agents
+
+
+def own_plane(sim: Simulation) -> ControlPlane:
+    """`sim`'s control plane, made if it has none."""
+    if sim.control_plane is None:
+        sim.control_plane = ControlPlane(sim)
+    return sim.control_plane
 
 
 def models_json(state: dict) -> dict:

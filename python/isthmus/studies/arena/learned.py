@@ -74,11 +74,11 @@ def train_acc(
 
 def attach_acc(sim: Simulation, trained: dict, seed: int) -> ControlPlane:
     """ACC's agents on every switch, their shared network `trained`'s, learning on
-    online with exploration at its floor (as `isthmus reproduce acc` evaluates it)."""
+    online with exploration at its floor (as `isthmus reproduce acc` evaluates it), on
+    the run's control plane beside its other programs (a combination's path scheme)."""
     from isthmus.studies.acc.testbed import control
 
     plane, _ = control(sim, "ACC", trained, seed, train=True)
-    sim.control_plane = plane
     return plane
 
 

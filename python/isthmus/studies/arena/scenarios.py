@@ -63,7 +63,7 @@ def arena_scenario(workload: str, fabric: str, scheme: Scheme, load: float | Non
     """The scenario one cell runs: the workload's traffic and [run] on the fabric, with
     the scheme's [network], transport and [control]."""
     raw = workload_file(workload)
-    raw["name"] = f"arena-{workload}-{fabric}-{scheme.name}"
+    raw["name"] = f"arena-{workload}-{fabric}-{scheme.name.replace('+', '-over-')}"
     raw["topology"] = FABRICS[fabric]
     raw["network"] = dict(scheme.network)
     raw["tcp"] = {**raw.get("tcp", {}), **scheme.tcp}

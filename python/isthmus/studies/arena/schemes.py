@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from isthmus.control.apps import is_agent
 from isthmus.registry import Registry
 from isthmus.studies.arena.learned import ACC, Learning
 
@@ -24,6 +25,10 @@ GROUPS = {
     "testbed settings, isthmus reproduce acc). A DCQCN flow ends when its last byte "
     "arrives, with no handshake, so its short flows' slowdown (ideal: size at line rate "
     "plus a base round trip) falls below 1: compare within the group only",
+    "combinations": "a path-selection scheme over another group's scheme, whole stacks "
+    "against whole stacks: the path scheme's routing and control programs, the other's "
+    "network, transport, control programs and training. Transports differ here: an RDMA "
+    "stack's short flows finish without TCP's handshake, a real advantage of the stack",
     "BCN congestion notification": "when a switch tells a host's rate regulator to slow "
     "down or stop (Backward Congestion Notification); loss-based TCP (NewReno) behind the "
     "regulators, congestion points with IBCN's settings on every switch port, 250-packet "
@@ -319,3 +324,66 @@ register(
         "(isthmus.control.apps.ibcn)",
     )
 )
+
+
+def combine(path: str, other: str) -> Scheme:
+    """Path-selection scheme `path` over `other` (a scheme of another group): `other`'s
+    network with `path`'s routing, `other`'s transport, TCP settings and training, both
+    schemes' control programs. Raises naming the clash where they cannot be combined:
+    two transports, two agents on every switch, or control planes of different
+    latency."""
+    route, over = SCHEMES.lookup(path), SCHEMES.lookup(other)
+    name = f"{path}+{other}"
+    if route.group != "path selection" or over.group in ("path selection", "combinations"):
+        raise ValueError(
+            f"combination {name}: combine a path-selection scheme with a scheme of another "
+            f"group, not {route.group} with {over.group}"
+        )
+    if route.transport != "dctcp" and route.transport != over.transport:
+        raise ValueError(
+            f"combination {name}: {path}'s flows are {route.transport}, {other}'s "
+            f"{over.transport}; a flow has one transport"
+        )
+    agents = [
+        f"{scheme.name}'s {app['name']}"
+        for scheme in (route, over)
+        for app in (scheme.control or {"apps": []})["apps"]
+        if is_agent(app["name"])
+    ]
+    if over.learning is not None:
+        agents.append(f"{other}'s learners")
+    if len(agents) > 1:
+        raise ValueError(
+            f"combination {name}: a switch runs one agent, and {' and '.join(agents)} "
+            "would both run on every switch"
+        )
+    controls = [c for c in (route.control, over.control) if c is not None]
+    if len({c.get("latency") for c in controls}) > 1:
+        raise ValueError(f"combination {name}: the two control planes' latencies differ")
+    control = (
+        {**controls[0], "apps": [app for c in controls for app in c["apps"]]} if controls else None
+    )
+    return Scheme(
+        name,
+        "combinations",
+        {**over.network, "routing": route.network.get("routing", "ecmp")},
+        transport=over.transport,
+        control=control,
+        source=f"{path}'s paths over {other}",
+        tcp={**route.tcp, **over.tcp},
+        learning=over.learning,
+    )
+
+
+# The issue's own example first: ACC's learners over ECMP's paths is ACC as its group
+# runs it; the others pair each group's winners on the web search with a path scheme.
+for _path, _other in (
+    ("ecmp", "ecn_k65"),
+    ("spray", "ecn_k20"),
+    ("hedera", "fq_codel"),
+    ("spray", "fq"),
+    ("diolkos", "dcqcn_paper"),
+    ("hedera", "acc"),
+    ("hedera", "bcn"),
+):
+    register(combine(_path, _other))
