@@ -280,9 +280,10 @@ def test_a_combination_is_its_parts_and_refuses_what_cannot_be_combined():
         assert combined[objective.key] == pytest.approx(alone[objective.key], nan_ok=True)
     # Spraying packets over ECN's queues changes the run: the path decision is its own.
     sprayed = arena.run_cell("permutation", "leafspine", "spray+ecn_k20", None, 2)
-    assert sprayed["slowdown_mean"] != arena.run_cell(
-        "permutation", "leafspine", "ecn_k20", None, 2
-    )["slowdown_mean"]
+    assert (
+        sprayed["slowdown_mean"]
+        != arena.run_cell("permutation", "leafspine", "ecn_k20", None, 2)["slowdown_mean"]
+    )
     hedera_acc = SCHEMES["hedera+acc"]
     assert hedera_acc.learning is SCHEMES["acc"].learning and hedera_acc.transport == "dcqcn"
     assert [a["name"] for a in hedera_acc.control["apps"]] == ["hedera"]
