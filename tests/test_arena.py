@@ -101,6 +101,11 @@ def test_a_small_arena_runs_end_to_end_and_renders_from_its_folder(small_arena, 
     hedera = results.values("commands", variant="permutation / fattree4", scheme="hedera")
     ecmp = results.values("commands", variant="permutation / fattree4", scheme="ecmp")
     assert min(hedera) > 0 and set(ecmp) == {0.0}
+    # Hedera reads every switch's flow counters each round: one request per switch (20
+    # on the k = 4 tree), so a whole number of rounds' worth.
+    reads = results.values("reads", variant="permutation / fattree4", scheme="hedera")
+    assert all(r > 0 and r % 20 == 0 for r in reads)
+    assert set(results.values("reads", variant="permutation / fattree4", scheme="ecmp")) == {0}
     written = small_arena.figures(results, tmp_path)
     frame = pq.read_table(written[0]).to_pydict()
     assert len(frame["scheme"]) == 2 * len(SMALL["schemes"]) * len(arena.OBJECTIVES)
@@ -197,6 +202,8 @@ def test_learned_schemes_train_first_and_every_cell_can_be_run_alone(tmp_path):
             equal_nan=True,
         )
     assert all(r["commands"] > 0 for r in mesh["diolkos"])
+    # An agent reads its own switch's counters: no statistics request crosses the network.
+    assert all(r["reads"] == 0 for r in mesh["diolkos"])
     # Click-through: the page holds each cell's runs and the scenario that runs it alone,
     # and that scenario at a cell's seed gives the cell's figures again.
     page = module.figures(results, tmp_path)[1].read_text()

@@ -390,22 +390,28 @@ class Controller(_Program):
 
     # ---- statistics --------------------------------------------------------------------
 
+    # Each read is a statistics request to every switch and its reply (OpenFlow's
+    # multipart messages), counted in the plane's `reads_sent`.
+
     def flow_table(self) -> dict[str, np.ndarray]:
         """Per-flow records: `Simulation.flows()`'s columns (an emulated network gives
         those it measures: ends, ports, size, start, finish, bytes received so far)."""
+        self._plane.count_read()
         return self._plane.seam.flow_rows()
 
     def port_stats(self) -> dict[str, np.ndarray]:
+        self._plane.count_read()
         return self._plane.seam.port_rows()
 
     def entry_stats(self) -> dict[str, np.ndarray]:
+        self._plane.count_read()
         return self._plane.seam.entry_rows()
 
     def flow_stats(self) -> dict[str, np.ndarray]:
         """Per-flow records, plus `rate_bps`: the rate its bytes reached the receiver
         since this controller's previous call (since the start, on the first), counted as
         `network_metrics.arrived_bytes` counts them, so it never exceeds the link."""
-        flows = self._plane.seam.flow_rows()
+        flows = self.flow_table()
         now = self.now
         delivered = arrived_bytes(flows)
         last_time, last = getattr(self, "_flow_stats_last", (0, np.zeros(0)))
@@ -608,7 +614,11 @@ class ControlPlane:
         self.paths = Paths(self.ports)
         self.commands_sent = 0
         """Commands the programs sent through the seam (OpenFlow's flow-mods, group-mods,
-        meter-mods, packet-outs and the like); counter reads are not counted."""
+        meter-mods, packet-outs and the like); counter reads are `reads_sent`."""
+        self.reads_sent = 0
+        """Statistics requests the controllers sent, one per switch a read covers (each
+        with its reply); an agent reading its own switch's counters sends none."""
+        self._switches = sum(kind == "switch" for kind in self.ports.kinds)
         self.controllers: list[Controller] = []
         self.agents: dict[int, SwitchAgent] = {}
         # Timer id -> (callback, periodic); a one-shot timer leaves when it fires.
@@ -763,6 +773,10 @@ class ControlPlane:
     def _cancel(self, timer: int) -> None:
         self.seam.cancel_timer(timer)
         self._timers.pop(timer, None)
+
+    def count_read(self) -> None:
+        """A controller read every switch's counters: one request to each."""
+        self.reads_sent += self._switches
 
     @property
     def live_timers(self) -> int:

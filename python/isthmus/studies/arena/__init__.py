@@ -259,6 +259,7 @@ def run_cell(
         "drops": float(summary["packets_dropped"]),
         "wall_per_simulated_s": wall / summary["simulated_s"],
         "commands": float(sim.control_plane.commands_sent if sim.control_plane else 0),
+        "reads": float(sim.control_plane.reads_sent if sim.control_plane else 0),
         "training_s": float(trained["wall_s"]) if trained is not None else 0.0,
     }
 

@@ -46,6 +46,14 @@ OBJECTIVES = (
         network=False,
     ),
     Objective(
+        "reads",
+        "counter reads (a statistics request to a switch and its reply)",
+        "reads",
+        True,
+        0,
+        network=False,
+    ),
+    Objective(
         "training_s",
         "training before the run, CPU s (learned schemes; on training traffic)",
         "training",
