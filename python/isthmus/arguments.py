@@ -30,6 +30,8 @@ U32 = 2**32 - 1
 # by id, so an id costs memory up to it (2^31 would ask for ~100 GB); it states its bound.
 MAX_GROUP_ID: int = _core.MAX_GROUP_ID
 MAX_METER_ID: int = _core.MAX_METER_ID
+# The most partitions (and threads) a run may have; the engine states it.
+MAX_PARTITIONS: int = _core.MAX_PARTITIONS
 
 
 def shown(value: object) -> str:

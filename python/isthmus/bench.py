@@ -14,7 +14,7 @@ from isthmus.results import peak_rss_mb
 from isthmus.scenario import load_scenario
 from isthmus.units import time_ps
 
-SIZES = ("small", "medium", "large", "xl512", "xl1024")
+SIZES = ("small", "medium", "large", "xl512", "xl1024", "xl10240")
 
 
 def scenario_path(size: str) -> Path:
@@ -24,12 +24,17 @@ def scenario_path(size: str) -> Path:
     return Path(str(folder / f"leafspine-websearch-{size}.toml"))
 
 
-def run_benchmark(size: str, on_progress: Callable[[int, int], None] | None = None) -> dict:
-    """Runs one size; `on_progress(finished_flows, flows)` is called as it goes."""
+def run_benchmark(
+    size: str, on_progress: Callable[[int, int], None] | None = None, threads: int = 1
+) -> dict:
+    """Runs one size, in `threads` partitions side by side (1: the sequential engine);
+    `on_progress(finished_flows, flows)` is called as it goes."""
     path = scenario_path(size)
     scenario = load_scenario(path)
     started = time.perf_counter()
     sim = scenario.build(base=path.parent)
+    if threads > 1:
+        sim.set_partitions(threads, threads)
     built = time.perf_counter()
 
     def progress(_now: int) -> None:
@@ -43,6 +48,7 @@ def run_benchmark(size: str, on_progress: Callable[[int, int], None] | None = No
     finished = times["fct_ps"] >= 0
     return {
         "size": size,
+        "threads": threads,
         "flows": sim.num_flows,
         "finished": int(finished.sum()),
         "wall_s": round(wall, 4),

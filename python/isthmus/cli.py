@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -248,11 +249,17 @@ def run(
         "--allow-path",
         help="A folder outside the scenario's own from which its files may be read.",
     ),
+    threads: int | None = typer.Option(
+        None, help="Run in this many partitions side by side, a thread each."
+    ),
+    partitions: int | None = typer.Option(
+        None, help="Partitions, if not one per thread (same results on any threads)."
+    ),
 ) -> None:
     """Run a scenario with a progress bar, print a summary, write a run folder."""
     try:
         path = resolve_scenario(scenario)
-        spec = load_scenario(path)
+        spec = with_threads(load_scenario(path), threads, partitions)
         if seed is not None and not 0 <= seed < 2**64:
             raise ScenarioError(f"--seed must be an integer in 0..2^64-1, got {excerpt(str(seed))}")
         with allowing(allow_path):
@@ -523,12 +530,31 @@ def _slowdown_rows(summary: dict) -> list[tuple[str, str]]:
     ]
 
 
+def with_threads(spec: Scenario, threads: int | None, partitions: int | None) -> Scenario:
+    """`spec` with `--threads` and `--partitions` in its [run], checked as the file's own
+    keys would be."""
+    if threads is None and partitions is None:
+        return spec
+    run = spec.run.model_dump()
+    run.update(
+        {k: v for k, v in (("threads", threads), ("partitions", partitions)) if v is not None}
+    )
+    try:
+        return spec.model_copy(update={"run": type(spec.run).model_validate(run)})
+    except ValidationError as e:
+        raise ScenarioError(
+            "--threads and --partitions take whole numbers of at least 1: "
+            + "; ".join(f"{err['loc'][0]}: {err['msg']}" for err in e.errors())
+        ) from None
+
+
 @app.command()
 def bench(
     size: str = typer.Argument("medium", help=f"One of {', '.join(benchmark.SIZES)}."),
     json_out: Path | None = typer.Option(
         None, "--json", callback=_output_file, help="Also write the figures as JSON."
     ),
+    threads: int = typer.Option(1, help="Run in this many partitions, a thread each."),
 ) -> None:
     """Run the leafspine-websearch reference benchmark and report speed and FCTs."""
     if size not in benchmark.SIZES:
@@ -541,7 +567,10 @@ def bench(
                 task, total=flows, completed=finished, status=f"{finished}/{flows} flows"
             )
 
-        result = benchmark.run_benchmark(size, on_progress)
+        try:
+            result = benchmark.run_benchmark(size, on_progress, threads=threads)
+        except ValueError as e:
+            _fail(f"--threads {threads}: {e}")
     table = Table(title=f"leafspine-websearch {size}", show_header=False)
     table.add_column("metric", style="bold")
     table.add_column("value", justify="right")

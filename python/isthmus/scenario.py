@@ -687,6 +687,16 @@ class Telemetry(Strict):
 class Run(Strict):
     duration: Time
     stop_when: Literal["duration", "flows_finished"] = "duration"
+    threads: PositiveInt = Field(
+        1,
+        description="run in this many partitions side by side, a thread each (1: the "
+        "sequential engine; see Simulation.set_partitions)",
+    )
+    partitions: PositiveInt | None = Field(
+        None,
+        description="partitions, if not one per thread: for a given number the results "
+        "are the same on any number of threads",
+    )
 
 
 class Scenario(Strict):
@@ -820,6 +830,11 @@ class Scenario(Strict):
             except ValueError as e:
                 raise ScenarioError(f"traffic[{i}]: {e}") from None
         self._regulate(sim)
+        if self.run.threads > 1 or (self.run.partitions or 1) > 1:
+            try:
+                sim.set_partitions(self.run.partitions or self.run.threads, self.run.threads)
+            except ValueError as e:
+                raise ScenarioError(f"run.threads: {e}") from None
         if self.control is not None:
             sim.control_plane = self.control.attach(sim)
         try:

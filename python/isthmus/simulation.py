@@ -15,7 +15,16 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from isthmus import _core, arguments, declared
-from isthmus.arguments import MAX_GROUP_ID, MAX_METER_ID, U8, U16, U32, checked, whole
+from isthmus.arguments import (
+    MAX_GROUP_ID,
+    MAX_METER_ID,
+    MAX_PARTITIONS,
+    U8,
+    U16,
+    U32,
+    checked,
+    whole,
+)
 from isthmus.link_traces import load_trace
 from isthmus.portmap import PortMap
 from isthmus.queues import DEFAULT_LIMITS, Step, queue_config
@@ -462,6 +471,34 @@ class Simulation:
             "ttl": network["ttl"],
         }
         self._engine = _core.Engine(topology._core, seed, config)
+
+    # ---- partitions ---------------------------------------------------------------
+
+    def set_partitions(self, partitions: int, threads: int | None = None) -> None:
+        """Runs this simulation in `partitions` partitions side by side, by `threads`
+        threads (default: one each); before the first run. Hosts stay with their
+        switch, leaf groups and pods go to partitions in blocks, and partitions run in
+        windows of the shortest delay of a link between them (docs/benchmark.md,
+        "Beyond one core"). For a given number of partitions the results are the same
+        on any number of threads; 1 is the sequential engine. What a partitioned run
+        cannot do yet (control programs, sampled time series, incast rounds, flows other
+        than TCP, DCTCP and CUBIC) it refuses by name when the run starts."""
+        whole(partitions, "partitions", 1, MAX_PARTITIONS, "partitions")
+        threads = partitions if threads is None else threads
+        whole(threads, "threads", 1, MAX_PARTITIONS, "threads")
+        self._engine.set_partitions(partitions, threads)
+
+    @property
+    def partitions(self) -> dict:
+        """How the run is split: partitions, lookahead (ps), links between partitions,
+        and nodes per partition."""
+        parts, lookahead, cross, sizes = self._engine.partitions()
+        return {
+            "partitions": parts,
+            "lookahead_ps": None if parts == 1 else lookahead,
+            "cross_links": cross,
+            "nodes": sizes,
+        }
 
     # ---- traffic -----------------------------------------------------------------
 

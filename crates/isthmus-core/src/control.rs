@@ -180,7 +180,7 @@ use crate::topology::NodeKind;
 /// What the control plane keeps in the engine, apart from the switches' tables: the
 /// events waiting for it, the packets switches sent up, commands on their way, its
 /// timers, migrated paths draining, and the numbering of entries.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct ControlState {
     /// Events waiting for the control plane; recorded only while `attached`.
     pub(crate) events: Vec<(Time, ControlEvent)>,

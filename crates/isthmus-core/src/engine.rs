@@ -192,6 +192,7 @@ impl Default for EngineConfig {
 /// touches a port's first few adjacent lines rather than lines spread over its 900
 /// bytes; at xl1024's peak every one of the 3,072 ports is busy (docs/benchmark.md,
 /// "Layout by the cache simulator").
+#[derive(Clone)]
 #[repr(C, align(64))]
 pub struct Port {
     pub busy_until: Time,
@@ -253,6 +254,7 @@ impl Port {
 /// Laid out by hand (`repr(C)`, cache-line aligned): what forwarding reads for every
 /// packet (kind, ports, miss policy, ECMP salt, whether flows are watched, whether the
 /// flow table holds entries) sits in the first line.
+#[derive(Clone)]
 #[repr(C, align(64))]
 pub struct NodeState {
     pub kind: NodeKind,
@@ -340,8 +342,9 @@ pub struct InFlight {
     pub bytes: u64,
 }
 
+#[derive(Clone)]
 pub struct Engine {
-    now: Time,
+    pub(crate) now: Time,
     seed: u64,
     topology: Topology,
     config: EngineConfig,
@@ -363,13 +366,19 @@ pub struct Engine {
     nic_backlog: std::collections::BTreeMap<PortId, std::collections::VecDeque<PacketId>>,
     /// The control plane's state (see control.rs).
     pub(crate) control: crate::control::ControlState,
-    unfinished_flows: usize,
+    pub(crate) unfinished_flows: usize,
     /// Flows a workload will add later (incast rounds), counted as unfinished already.
-    reserved_flows: usize,
+    pub(crate) reserved_flows: usize,
     pub(crate) rounds: crate::rounds::RoundJobs,
-    events_processed: u64,
-    packet_hops: u64,
-    sampler: Option<Sampler>,
+    pub(crate) events_processed: u64,
+    pub(crate) packet_hops: u64,
+    pub(crate) sampler: Option<Sampler>,
+    /// How the next run splits into partitions (None: one, this engine).
+    pub(crate) split: Option<crate::parallel::Split>,
+    /// Once a split run has started: its partitions (this engine is their snapshot).
+    pub(crate) partitioned: Option<Box<crate::parallel::Partitioned>>,
+    /// In a partition engine: its partition, and the mail it sends the others.
+    pub(crate) member: Option<Box<crate::parallel::Member>>,
 }
 
 impl Engine {
@@ -493,6 +502,9 @@ impl Engine {
             events_processed: 0,
             packet_hops: 0,
             sampler,
+            split: None,
+            partitioned: None,
+            member: None,
         }
     }
 
@@ -867,6 +879,11 @@ impl Engine {
     /// Runs every event up to and including time `until`, then sets the clock to `until`.
     /// Returns how many events ran.
     pub fn run_until(&mut self, until: Time) -> u64 {
+        if self.split.is_some() {
+            let before = self.events_processed;
+            self.run_partitioned(until, false);
+            return self.events_processed - before;
+        }
         let before = self.events_processed;
         while let Some(ev) = self.events.pop_until(until) {
             self.handle_event(ev);
@@ -883,6 +900,9 @@ impl Engine {
     /// Runs until every flow has finished or the clock passes `limit`; returns whether all
     /// flows finished.
     pub fn run_until_flows_finish(&mut self, limit: Time) -> bool {
+        if self.split.is_some() {
+            return self.run_partitioned(limit, true);
+        }
         while self.unfinished_flows > 0 {
             let Some(ev) = self.events.pop_until(limit) else {
                 break;
@@ -1372,13 +1392,7 @@ impl Engine {
             port.pause_sent |= 1 << priority;
             port.counters.pfc_pauses += 1;
             let (upstream, delay) = (port.peer, port.delay);
-            self.events.push(
-                self.now + delay,
-                EventKind::Pfc {
-                    port: upstream,
-                    frame: 1 << 8 | priority as u32,
-                },
-            );
+            self.send_pfc_frame(self.now + delay, upstream, 1 << 8 | priority as u32);
         }
     }
 
@@ -1412,13 +1426,7 @@ impl Engine {
             port.pause_sent &= !(1 << priority);
             port.counters.pfc_resumes += 1;
             let (upstream, delay) = (port.peer, port.delay);
-            self.events.push(
-                self.now + delay,
-                EventKind::Pfc {
-                    port: upstream,
-                    frame: priority as u32,
-                },
-            );
+            self.send_pfc_frame(self.now + delay, upstream, priority as u32);
         }
     }
 
@@ -1620,13 +1628,32 @@ impl Engine {
         c.tx_bytes += size as u64;
         c.busy_ps += ser;
         c.wait_ps += now - enqueued;
-        self.events.push(
-            now + ser + port.delay,
-            EventKind::Arrive {
-                pkt,
-                port: port.peer,
-            },
-        );
+        let (arrival, peer) = (now + ser + port.delay, port.peer);
+        if let Some(member) = self.member.as_deref_mut() {
+            if let Some(to) = member.elsewhere(peer) {
+                let packet = self.arena.packet(pkt);
+                self.arena.free(pkt);
+                member.outgoing[to].push(crate::parallel::Mail::Arrive {
+                    time: arrival,
+                    port: peer,
+                    packet,
+                });
+                return;
+            }
+        }
+        self.events
+            .push(arrival, EventKind::Arrive { pkt, port: peer });
+    }
+
+    /// Sends a PFC frame to egress port `port` (upstream), arriving at `time`.
+    fn send_pfc_frame(&mut self, time: Time, port: PortId, frame: u32) {
+        if let Some(member) = self.member.as_deref_mut() {
+            if let Some(to) = member.elsewhere(port) {
+                member.outgoing[to].push(crate::parallel::Mail::Pfc { time, port, frame });
+                return;
+            }
+        }
+        self.events.push(time, EventKind::Pfc { port, frame });
     }
 
     fn on_port_free(&mut self, port_id: PortId) {
@@ -1817,12 +1844,18 @@ impl Engine {
     }
 
     pub fn next_event_time(&self) -> Option<Time> {
-        self.events.peek_time()
+        match &self.partitioned {
+            Some(partitioned) => partitioned.next_event_time(),
+            None => self.events.peek_time(),
+        }
     }
 
-    /// Live packets according to the arena.
+    /// Live packets according to the arena (every partition's, in a partitioned run).
     pub fn live_packets(&self) -> usize {
-        self.arena.live()
+        match &self.partitioned {
+            Some(partitioned) => partitioned.live_packets(),
+            None => self.arena.live(),
+        }
     }
 
     /// The arena's high-water mark of packet slots.

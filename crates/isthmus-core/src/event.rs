@@ -152,6 +152,7 @@ fn bucket_of(time: Time) -> u64 {
 /// sequence) order, before anything can be scheduled into it directly; later ones are
 /// appended in the order scheduled. So events of equal time sit in a bucket in the
 /// order they were scheduled, and a stable sort by time keeps it.
+#[derive(Clone)]
 pub struct EventQueue {
     /// Bucket b (absolute: time >> BUCKET_BITS) lives at wheel[b & mask] while
     /// cursor <= b < cursor + wheel.len().
@@ -345,6 +346,29 @@ impl EventQueue {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The pending events `keep` keeps, in a new list of the same reach, each still
+    /// after the events it followed (what `pop` would give, less the others).
+    pub fn filtered(&self, mut keep: impl FnMut(&Event) -> bool) -> EventQueue {
+        let mut all = self.clone();
+        let mut kept = EventQueue {
+            wheel: (0..self.span()).map(|_| Vec::new()).collect(),
+            mask: self.mask,
+            occupied: vec![0; self.occupied.len()],
+            cursor: self.cursor,
+            sorted: false,
+            far: BinaryHeap::new(),
+            next_far_seq: 0,
+            len: 0,
+        };
+        while let Some(event) = all.pop() {
+            if keep(&event) {
+                kept.len += 1;
+                kept.place(event);
+            }
+        }
+        kept
     }
 
     /// Every pending event, in no particular order (for audits such as byte conservation).

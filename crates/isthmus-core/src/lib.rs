@@ -11,6 +11,8 @@ pub mod event;
 pub mod flowtable;
 pub mod mcf;
 pub mod packet;
+pub mod parallel;
+pub mod partition;
 pub mod queue;
 pub mod rng;
 pub mod rounds;

@@ -128,7 +128,7 @@ impl PacketHeader {
 
 /// Owns every live packet, headers and options in two parallel slot vectors; `alloc`
 /// reuses freed slots first.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct PacketArena {
     headers: Vec<PacketHeader>,
     options: Vec<PacketOptions>,

@@ -38,7 +38,7 @@ pub struct RoundRecord {
 /// The incast jobs of a simulation: each job's settings, its round, the responses of
 /// that round still in flight and every round's record. The engine starts a round's
 /// flows (`Engine::add_incast_rounds`); this keeps the books.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct RoundJobs {
     jobs: Vec<(IncastRounds, u32)>,
     /// Responses of each job's current round still in flight.

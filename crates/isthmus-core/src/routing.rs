@@ -38,6 +38,7 @@ impl RoutingPolicy {
 /// have no rows. A fabric has few distinct sets (a leaf's uplinks serve every remote
 /// host), so the set table stays in cache and a lookup misses at most once, on its row;
 /// a node's rows are adjacent.
+#[derive(Clone)]
 pub struct RouteTable {
     row_base: Vec<u32>,
     row_set: Vec<u32>,

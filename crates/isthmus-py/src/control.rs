@@ -150,8 +150,15 @@ impl EventColumns {
 #[pymethods]
 impl Engine {
     /// Starts or stops recording control events.
-    fn attach_control(&mut self, attached: bool) {
+    fn attach_control(&mut self, attached: bool) -> PyResult<()> {
+        if attached && self.inner.split().is_some() {
+            return Err(value_error(
+                "a control plane cannot run in partitions yet: run it with one partition \
+                 (threads = 1)",
+            ));
+        }
         self.inner.attach_control(attached);
+        Ok(())
     }
 
     /// Runs until control events wait (True) or the clock reaches `limit`, or with
@@ -184,21 +191,24 @@ impl Engine {
 
     #[pyo3(signature = (first, period=None))]
     fn add_control_timer(&mut self, first: u64, period: Option<u64>) -> PyResult<u32> {
+        self.unchanged()?;
         self.inner
             .add_control_timer(first, period)
             .map_err(value_error)
     }
 
     fn cancel_control_timer(&mut self, timer: u32) -> PyResult<()> {
+        self.unchanged()?;
         self.inner.cancel_control_timer(timer).map_err(value_error)
     }
 
     /// A TCP flow's congestion window (bytes), and for CUBIC its W_max (segments), K (s)
     /// and epoch start (ps, None before the first ACK of the epoch); None for others.
     fn tcp_window(
-        &self,
+        &mut self,
         flow: u32,
     ) -> Option<(u64, Option<isthmus_core::transport::cubic::CubicView>)> {
+        self.inner.sync_partitions();
         self.inner.tcp_window(flow)
     }
 
@@ -209,6 +219,7 @@ impl Engine {
 
     /// Starts per-flow counters (and crossing events) at `switch`.
     fn watch_flows(&mut self, switch: u32) -> PyResult<()> {
+        self.unchanged()?;
         self.inner.watch_flows(switch).map_err(value_error)
     }
 
@@ -239,6 +250,7 @@ impl Engine {
 
     /// "route", "controller" or "drop": what `switch` does on a table miss.
     fn set_miss(&mut self, switch: u32, miss: &str) -> PyResult<()> {
+        self.unchanged()?;
         let miss = Miss::parse(miss).map_err(value_error)?;
         self.inner.set_miss(switch, miss).map_err(value_error)
     }
@@ -246,6 +258,7 @@ impl Engine {
     /// Carries out `command` (a `Command` as a dict tagged by kind, see `wire`) after
     /// `delay`; an "add_entry" answers with the id the engine gave the entry.
     fn command(&mut self, delay: u64, command: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
+        self.unchanged()?;
         self.inner
             .command(delay, from_py("command", command)?)
             .map_err(value_error)

@@ -528,6 +528,18 @@ struct FlowArrays<'py> {
 }
 
 impl Engine {
+    /// Refuses a change once a partitioned run has started: its partitions hold the
+    /// network's state, and this engine is only their snapshot.
+    pub(crate) fn unchanged(&self) -> PyResult<()> {
+        if self.inner.partitions_started() {
+            return Err(value_error(
+                "this simulation runs in partitions and has started: set up everything \
+                 before its first run, or run it with one partition (threads = 1)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Adds one flow per element of `flows` with `add`; returns the first flow's id. An
     /// error names the failing element.
     fn add_each(
@@ -603,6 +615,7 @@ impl Engine {
 
     /// Adds a UDP flow (`spec`: a `UdpFlowSpec`, see `wire`; `size` 0 sends until `stop`).
     fn add_udp_flow(&mut self, src: u32, dst: u32, spec: &Bound<'_, PyAny>) -> PyResult<u32> {
+        self.unchanged()?;
         let spec: UdpFlowSpec = wire::from_py("UDP flow", spec)?;
         self.inner.add_udp_flow(src, dst, spec).map_err(value_error)
     }
@@ -619,6 +632,7 @@ impl Engine {
         tcp: &Bound<'_, PyAny>,
         transport: &Bound<'_, PyAny>,
     ) -> PyResult<u32> {
+        self.unchanged()?;
         let flows = FlowArrays {
             src,
             dst,
@@ -645,6 +659,7 @@ impl Engine {
         tcp: &Bound<'_, PyAny>,
         transport: &str,
     ) -> PyResult<u32> {
+        self.unchanged()?;
         let spec: TimedFlowSpec = wire::from_py("bulk flow", spec)?;
         self.inner
             .add_timed_tcp_flow(src, dst, spec, &tcp_config(tcp, transport)?)
@@ -661,6 +676,7 @@ impl Engine {
         tcp: &Bound<'_, PyAny>,
         transport: &str,
     ) -> PyResult<u32> {
+        self.unchanged()?;
         let spec: MessageFlowSpec = wire::from_py("message flow", spec)?;
         self.inner
             .add_message_flow(src, dst, spec, &tcp_config(tcp, transport)?)
@@ -669,7 +685,8 @@ impl Engine {
 
     /// Every message of every message stream: columns flow, index, size, start_ps,
     /// finish_ps (-1: not complete).
-    fn message_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn message_table<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.inner.sync_partitions();
         let m: Vec<_> = self.inner.message_records().collect();
         dict_of(
             py,
@@ -703,6 +720,7 @@ impl Engine {
 
     /// Puts TCP flow `flow` under a BCN rate regulator (`source`: a `BcnSourceConfig`).
     fn regulate_with_bcn(&mut self, flow: u32, source: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.unchanged()?;
         let source: BcnSourceConfig = wire::from_py("BCN regulator", source)?;
         self.inner
             .regulate_with_bcn(flow, &source)
@@ -711,6 +729,7 @@ impl Engine {
 
     /// Puts every later packet of `flow` in traffic class `priority`.
     fn set_flow_priority(&mut self, flow: u32, priority: u8) -> PyResult<()> {
+        self.unchanged()?;
         self.inner
             .set_flow_priority(flow, priority)
             .map_err(value_error)
@@ -726,6 +745,7 @@ impl Engine {
         start: PyReadonlyArray1<'_, u64>,
         config: &Bound<'_, PyAny>,
     ) -> PyResult<u32> {
+        self.unchanged()?;
         let config: DcqcnConfig = wire::from_py("DCQCN", config)?;
         self.add_each(
             FlowArrays {
@@ -745,6 +765,7 @@ impl Engine {
         spec: &Bound<'_, PyAny>,
         tcp: &Bound<'_, PyAny>,
     ) -> PyResult<u32> {
+        self.unchanged()?;
         let spec: IncastSpec = wire::from_py("incast", spec)?;
         let transport = match spec.transport.as_str() {
             "tcp" | "dctcp" | "cubic" => RoundTransport::Tcp(tcp_config(tcp, &spec.transport)?),
@@ -807,6 +828,7 @@ impl Engine {
         start: u64,
         stop: u64,
     ) -> PyResult<u32> {
+        self.unchanged()?;
         let source: BcnSourceConfig = wire::from_py("BCN source", source)?;
         self.inner
             .add_bcn_flow(src, dst, &source, size, start, stop)
@@ -815,7 +837,8 @@ impl Engine {
 
     /// BCN feedback each switch port has sent: columns port_index, samples, positive,
     /// normal, stop.
-    fn bcn_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn bcn_table<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.inner.sync_partitions();
         let p = &self.inner.ports;
         dict_of(
             py,
@@ -861,6 +884,7 @@ impl Engine {
         from_node: u32,
         millis: Option<PyReadonlyArray1<'_, u64>>,
     ) -> PyResult<()> {
+        self.unchanged()?;
         let trace = match millis {
             Some(ms) => Some(
                 isthmus_core::trace::LinkTrace::from_millis(ms.as_slice()?).map_err(value_error)?,
@@ -874,19 +898,43 @@ impl Engine {
 
     /// Takes topology link `link` down or brings it back up.
     fn set_link_up(&mut self, link: usize, up: bool) -> PyResult<()> {
+        self.unchanged()?;
         self.inner.set_link_up(link, up).map_err(value_error)
     }
 
     /// Runs all events up to `until` (ps); returns how many ran. The GIL is released.
-    fn run_until(&mut self, py: Python<'_>, until: u64) -> u64 {
+    fn run_until(&mut self, py: Python<'_>, until: u64) -> PyResult<u64> {
+        self.inner.start_partitions().map_err(value_error)?;
         let inner = &mut self.inner;
-        py.detach(|| inner.run_until(until))
+        Ok(py.detach(|| inner.run_until(until)))
+    }
+
+    /// Splits the next runs into `partitions` partitions run by `threads` threads (1:
+    /// the sequential engine); before the first run.
+    fn set_partitions(&mut self, partitions: usize, threads: usize) -> PyResult<()> {
+        self.inner
+            .set_partitions(partitions, threads)
+            .map_err(value_error)
+    }
+
+    /// (partitions, lookahead in ps, links between partitions, nodes per partition).
+    fn partitions(&self) -> (usize, u64, usize, Vec<usize>) {
+        match self.inner.split() {
+            Some(split) => (
+                split.plan.parts,
+                split.plan.lookahead,
+                split.plan.cross_links,
+                split.plan.sizes(),
+            ),
+            None => (1, u64::MAX, 0, vec![self.inner.topology().nodes.len()]),
+        }
     }
 
     /// Runs until all flows finish or the clock passes `limit`; returns whether they did.
-    fn run_until_flows_finish(&mut self, py: Python<'_>, limit: u64) -> bool {
+    fn run_until_flows_finish(&mut self, py: Python<'_>, limit: u64) -> PyResult<bool> {
+        self.inner.start_partitions().map_err(value_error)?;
         let inner = &mut self.inner;
-        py.detach(|| inner.run_until_flows_finish(limit))
+        Ok(py.detach(|| inner.run_until_flows_finish(limit)))
     }
 
     #[getter]
@@ -932,7 +980,12 @@ impl Engine {
     /// Per-port columns (one row per port, ports numbered node by node); with `node`,
     /// that node's ports only, read without touching the others.
     #[pyo3(signature = (node=None))]
-    fn port_table<'py>(&self, py: Python<'py>, node: Option<u32>) -> PyResult<Bound<'py, PyDict>> {
+    fn port_table<'py>(
+        &mut self,
+        py: Python<'py>,
+        node: Option<u32>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.inner.sync_partitions();
         let all = &self.inner.ports;
         let p = &all[self.port_range(node)?];
         let peer_node = col!(py, p, |x| all[x.peer as usize].node);
@@ -974,7 +1027,8 @@ impl Engine {
     }
 
     /// Per-flow columns; times in ps, -1 where the event has not happened.
-    fn flow_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn flow_table<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.inner.sync_partitions();
         let f: Vec<_> = self.inner.flows().collect();
         let ports: Vec<_> = self.inner.flow_ports().collect();
         dict_of(
@@ -1014,7 +1068,8 @@ impl Engine {
 
     /// Per-node drop counters: `unroutable` (no route, or misdelivered) and `rule_drops`
     /// (a drop action, a drop-on-miss, a meter, or a discarded packet-in).
-    fn node_drops<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn node_drops<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.inner.sync_partitions();
         let n = &self.inner.nodes;
         dict_of(
             py,
@@ -1079,6 +1134,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sample_sizes, m)?)?;
     // Group and meter tables are indexed by id, so each table states its bound.
     m.add("MAX_GROUP_ID", isthmus_core::flowtable::MAX_GROUP_ID)?;
+    m.add("MAX_PARTITIONS", isthmus_core::partition::MAX_PARTITIONS)?;
     m.add("MAX_METER_ID", isthmus_core::flowtable::MAX_METER_ID)?;
     m.add_function(wrap_pyfunction!(declarations, m)?)?;
     let kinds = PyDict::new(m.py());

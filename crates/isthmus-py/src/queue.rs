@@ -9,7 +9,8 @@ use pyo3::types::PyDict;
 #[pymethods]
 impl Engine {
     /// The queueing configuration of port `port` (a global port index), serialised.
-    fn queue_config(&self, port: usize) -> PyResult<String> {
+    fn queue_config(&mut self, port: usize) -> PyResult<String> {
+        self.inner.sync_partitions();
         let p = self
             .inner
             .ports
@@ -21,7 +22,12 @@ impl Engine {
     /// One row per (port, class): what waits, what passed, what was dropped or marked
     /// and why, total sojourn time, and flows waiting (FQ).
     #[pyo3(signature = (node=None))]
-    fn queue_table<'py>(&self, py: Python<'py>, node: Option<u32>) -> PyResult<Bound<'py, PyDict>> {
+    fn queue_table<'py>(
+        &mut self,
+        py: Python<'py>,
+        node: Option<u32>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.inner.sync_partitions();
         let mut rows = Vec::new();
         let range = self.port_range(node)?;
         let first = range.start;

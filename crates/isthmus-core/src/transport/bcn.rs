@@ -282,6 +282,7 @@ impl BcnSourceConfig {
 /// A reaction point's rate regulator: absent (line rate) until the first negative
 /// feedback, then adjusted by every feedback frame; a STOP pauses it. Datagram sources
 /// (`BcnSource`) and TCP flows regulated by BCN share it.
+#[derive(Clone)]
 pub struct RateRegulator {
     pub cfg: BcnSourceConfig,
     /// The regulator's rate, once installed.
@@ -350,6 +351,7 @@ impl RateRegulator {
 }
 
 /// A rate-regulated source: constant-rate datagrams at the regulator's rate.
+#[derive(Clone)]
 pub struct BcnSource {
     pub reaction: RateRegulator,
     remaining: u64,

@@ -201,6 +201,7 @@ impl DcqcnConfig {
     }
 }
 
+#[derive(Clone)]
 pub struct DcqcnFlow {
     cfg: DcqcnConfig,
     size: u64,

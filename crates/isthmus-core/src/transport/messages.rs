@@ -14,6 +14,7 @@ pub struct MessageRecord {
     pub finish: Option<Time>,
 }
 
+#[derive(Clone)]
 pub struct MessageStream {
     sizes: Vec<u64>,
     /// Think time after each message completes, before the next is written.

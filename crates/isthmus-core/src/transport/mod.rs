@@ -30,7 +30,7 @@ pub const NIC_DRAINED_TOKEN: u32 = 3;
 pub const NIC_REFUSED_TOKEN: u32 = 4;
 
 /// What a transport asks of the engine after handling one event.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Outbox {
     /// Packets to inject at the host named by each packet's `src`.
     pub packets: Vec<Packet>,
@@ -82,6 +82,7 @@ impl FlowRecord {
     }
 }
 
+#[derive(Clone)]
 pub enum Transport {
     Udp(Box<udp::UdpSource>),
     Tcp(Box<tcp::TcpFlow>),
@@ -90,6 +91,7 @@ pub enum Transport {
     Mptcp(Box<mptcp::MptcpFlow>),
 }
 
+#[derive(Clone)]
 pub struct Flow {
     pub record: FlowRecord,
     pub src_port: u16,
@@ -107,6 +109,7 @@ pub struct Flow {
 
 /// BCN's reaction point in front of a TCP sender: the regulator's rate paces the
 /// sender and a STOP holds it for the pause.
+#[derive(Clone)]
 pub struct Regulation {
     pub reaction: bcn::RateRegulator,
     paced: Option<Rate>,

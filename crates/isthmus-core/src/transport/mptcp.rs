@@ -58,6 +58,7 @@ struct Subflow {
     out_of_order: OutOfOrder,
 }
 
+#[derive(Clone)]
 pub struct MptcpFlow {
     cfg: TcpConfig,
     size: u64,

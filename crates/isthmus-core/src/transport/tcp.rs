@@ -258,6 +258,7 @@ enum Phase {
     Established,
 }
 
+#[derive(Clone)]
 pub struct TcpFlow {
     /// Shared by every flow added with the same settings (128 bytes a flow otherwise).
     cfg: std::sync::Arc<TcpConfig>,

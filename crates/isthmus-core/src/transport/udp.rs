@@ -18,6 +18,7 @@ pub enum Arrivals {
     Poisson,
 }
 
+#[derive(Clone)]
 pub struct UdpSource {
     pub rate: Rate,
     pub packet_size: u32,
