@@ -375,14 +375,17 @@ def combine(path: str, other: str) -> Scheme:
     )
 
 
-# The issue's own example first: ACC's learners over ECMP's paths is ACC as its group
-# runs it; the others pair each group's winners on the web search with a path scheme.
+# The reference benchmark's stack first; the others pair a group's schemes with a path
+# scheme that could help them (spraying under lossless RDMA, Hedera's placement under
+# ACC's learners, ...). Diolkos's agents over DCQCN ran too, but cost a fifth of the
+# full arena's CPU (its agents sample every 100 us through data mining's second-long
+# runs on the k = 8 tree) for little the other rows do not show.
 for _path, _other in (
     ("ecmp", "ecn_k65"),
     ("spray", "ecn_k20"),
     ("hedera", "fq_codel"),
     ("spray", "fq"),
-    ("diolkos", "dcqcn_paper"),
+    ("spray", "dcqcn_paper"),
     ("hedera", "acc"),
     ("hedera", "bcn"),
 ):
