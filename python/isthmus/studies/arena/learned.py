@@ -99,7 +99,8 @@ def judge_acc(scheme: str, results: Results) -> tuple[Claim, str]:
         f"{cell([r['curve'][-1] for r in runs], 3)}; the best static template's there "
         f"{cell([max(r['held_out_static']) for r in runs], 3)}"
     )
-    return pretraining_claim(results, traffic, scheme=scheme), note
+    learner = "ACC" if scheme == "acc" else f"{scheme}'s ACC"
+    return pretraining_claim(results, traffic, learner, scheme=scheme), note
 
 
 ACC = Learning(train_acc, attach_acc, judge_acc)
