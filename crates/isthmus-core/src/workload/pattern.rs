@@ -5,9 +5,6 @@ use crate::topology::Topology;
 
 /// Who talks to whom. A sender's flows go to one of its destinations: uniformly at
 /// random, except `AllToAll`, which cycles through every other host in turn.
-/// Patterns that list every host's possible destinations hold at most this many.
-pub const MAX_DESTINATION_PAIRS: u128 = 50_000_000;
-
 /// Who sends to whom; crosses as one value tagged by `kind`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -35,25 +32,82 @@ pub enum Pick {
     RoundRobin,
 }
 
-/// Each host's destinations (empty: the host does not send) and how to pick among them.
+/// Each host's destinations (none: the host does not send) and how to pick among them.
 #[derive(Clone, Debug)]
 pub struct Destinations {
-    pub per_host: Vec<Vec<u32>>,
-    pub pick: Pick,
+    sets: Sets,
+    pick: Pick,
+}
+
+/// The destination sets, listed where they are few, drawn by index where every host
+/// has nearly every other (10,240 hosts would list 10^8 pairs).
+#[derive(Clone, Debug)]
+enum Sets {
+    Listed(Vec<Vec<u32>>),
+    /// Every host sends to every other.
+    AllOthers {
+        hosts: u32,
+    },
+    /// Every host sends to every host on another rack: each host's rack, and each
+    /// rack's hosts in ascending order.
+    OtherRacks {
+        rack_of: Vec<u32>,
+        members: Vec<Vec<u32>>,
+    },
 }
 
 impl Destinations {
-    /// The destination of `src`'s `nth` flow.
+    /// The destination of `src`'s `nth` flow: the `i`-th of its destinations in
+    /// ascending order, `i` drawn uniformly or `nth` in turn.
     pub fn choose(&self, src: u32, nth: u64, rng: &mut Rng) -> u32 {
-        let set = &self.per_host[src as usize];
-        match self.pick {
-            Pick::Uniform => set[rng.below(set.len() as u64) as usize],
-            Pick::RoundRobin => set[(nth % set.len() as u64) as usize],
+        let mut index = |len: u64| match self.pick {
+            Pick::Uniform => rng.below(len),
+            Pick::RoundRobin => nth % len,
+        };
+        match &self.sets {
+            Sets::Listed(per_host) => {
+                let set = &per_host[src as usize];
+                set[index(set.len() as u64) as usize]
+            }
+            Sets::AllOthers { hosts } => {
+                let i = index(*hosts as u64 - 1) as u32;
+                i + (i >= src) as u32
+            }
+            Sets::OtherRacks { rack_of, members } => {
+                let own = &members[rack_of[src as usize] as usize];
+                let hosts = rack_of.len() as u64;
+                // The i-th host not in `own`: step over each of its hosts at or below.
+                let mut d = index(hosts - own.len() as u64) as u32;
+                for &h in own {
+                    if h <= d {
+                        d += 1;
+                    } else {
+                        break;
+                    }
+                }
+                d
+            }
+        }
+    }
+
+    /// Host `src`'s destinations in ascending order (listed: for tests and reports).
+    pub fn of(&self, src: u32) -> Vec<u32> {
+        match &self.sets {
+            Sets::Listed(per_host) => per_host[src as usize].clone(),
+            Sets::AllOthers { hosts } => (0..*hosts).filter(|&d| d != src).collect(),
+            Sets::OtherRacks { rack_of, .. } => (0..rack_of.len() as u32)
+                .filter(|&d| rack_of[d as usize] != rack_of[src as usize])
+                .collect(),
         }
     }
 
     pub fn senders(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.per_host.len() as u32).filter(|&h| !self.per_host[h as usize].is_empty())
+        let (hosts, listed) = match &self.sets {
+            Sets::Listed(per_host) => (per_host.len() as u32, Some(per_host)),
+            Sets::AllOthers { hosts } => (*hosts, None),
+            Sets::OtherRacks { rack_of, .. } => (rack_of.len() as u32, None),
+        };
+        (0..hosts).filter(move |&h| listed.is_none_or(|sets| !sets[h as usize].is_empty()))
     }
 }
 
@@ -104,39 +158,45 @@ impl Pattern {
                 Ok(())
             }
         };
-        let listed = matches!(
-            self,
-            Pattern::Random | Pattern::AllToAll | Pattern::OtherRacks
-        );
-        let pairs = n as u128 * (n as u128).saturating_sub(1);
-        if listed && pairs > MAX_DESTINATION_PAIRS {
-            return Err(format!(
-                "this pattern over {n} hosts lists {pairs} (source, destination) pairs; at \
-                 most {MAX_DESTINATION_PAIRS} are supported: use fewer hosts or a pattern \
-                 with fewer destinations (permutation, stride, incast)"
-            ));
-        }
-        let all_others = |h: u32| (0..n).filter(move |&d| d != h).collect::<Vec<u32>>();
         let mut per_host = vec![Vec::new(); n as usize];
-        let mut pick = Pick::Uniform;
+        let pick = Pick::Uniform;
         match *self {
-            Pattern::Random => per_host = (0..n).map(all_others).collect(),
+            Pattern::Random => {
+                return Ok(Destinations {
+                    sets: Sets::AllOthers { hosts: n },
+                    pick,
+                })
+            }
             Pattern::AllToAll => {
-                per_host = (0..n).map(all_others).collect();
-                pick = Pick::RoundRobin;
+                return Ok(Destinations {
+                    sets: Sets::AllOthers { hosts: n },
+                    pick: Pick::RoundRobin,
+                })
             }
             Pattern::OtherRacks => {
-                let racks = super::racks(topo);
-                for h in 0..n {
-                    per_host[h as usize] = (0..n)
-                        .filter(|&d| racks[d as usize] != racks[h as usize])
-                        .collect();
-                    if per_host[h as usize].is_empty() {
-                        return Err(format!(
-                            "host {h} has no destination on another rack (every host shares its rack); use pattern 'random'"
-                        ));
-                    }
+                let switches = super::racks(topo);
+                let mut index = std::collections::HashMap::new();
+                let mut members: Vec<Vec<u32>> = Vec::new();
+                let mut rack_of = Vec::with_capacity(n as usize);
+                for (h, switch) in switches.iter().enumerate() {
+                    let rack = *index.entry(*switch).or_insert_with(|| {
+                        members.push(Vec::new());
+                        members.len() - 1
+                    });
+                    members[rack].push(h as u32);
+                    rack_of.push(rack as u32);
                 }
+                if let Some(h) =
+                    (0..n).find(|&h| members[rack_of[h as usize] as usize].len() == n as usize)
+                {
+                    return Err(format!(
+                        "host {h} has no destination on another rack (every host shares its rack); use pattern 'random'"
+                    ));
+                }
+                return Ok(Destinations {
+                    sets: Sets::OtherRacks { rack_of, members },
+                    pick,
+                });
             }
             Pattern::Permutation => {
                 for (h, d) in rng.derangement(n as usize).into_iter().enumerate() {
@@ -166,7 +226,10 @@ impl Pattern {
                 per_host[sender as usize] = distinct_others(n, sender, receivers, &mut rng);
             }
         }
-        Ok(Destinations { per_host, pick })
+        Ok(Destinations {
+            sets: Sets::Listed(per_host),
+            pick,
+        })
     }
 }
 
@@ -189,7 +252,7 @@ mod tests {
         let topo = fabric();
         let d = |p: Pattern| p.destinations(&topo, 3, 0).unwrap();
         let perm = d(Pattern::Permutation);
-        let mut receivers: Vec<u32> = perm.per_host.iter().map(|s| s[0]).collect();
+        let mut receivers: Vec<u32> = (0..16).map(|h| perm.of(h)[0]).collect();
         assert!(receivers.iter().enumerate().all(|(h, &r)| r != h as u32));
         receivers.sort_unstable();
         assert_eq!(
@@ -198,27 +261,70 @@ mod tests {
             "each host receives once"
         );
         let stride = d(Pattern::Stride { stride: 4 });
-        assert!(stride
-            .per_host
-            .iter()
-            .enumerate()
-            .all(|(h, s)| s == &[(h as u32 + 4) % 16]));
+        assert!((0..16).all(|h| stride.of(h) == [(h + 4) % 16]));
         let incast = d(Pattern::Incast {
             receiver: 5,
             senders: 8,
         });
         assert_eq!(incast.senders().count(), 8);
-        assert!(incast
-            .senders()
-            .all(|s| s != 5 && incast.per_host[s as usize] == [5]));
+        assert!(incast.senders().all(|s| s != 5 && incast.of(s) == [5]));
         let fan = d(Pattern::OneToMany {
             sender: 2,
             receivers: 15,
         });
         assert_eq!(fan.senders().collect::<Vec<_>>(), vec![2]);
-        assert_eq!(fan.per_host[2].len(), 15);
+        assert_eq!(fan.of(2).len(), 15);
         let racks = d(Pattern::OtherRacks);
-        assert!(racks.per_host[0].iter().all(|&h| h / 4 != 0));
+        assert!(racks.of(0).iter().all(|&h| h / 4 != 0));
+        assert_eq!(racks.of(5).len(), 12);
+    }
+
+    /// Drawn by index, a destination is what indexing the listed set gives: every
+    /// host's draws from one stream are those of the list (what runs drew before the
+    /// sets stopped being listed), and they cover it.
+    #[test]
+    fn drawn_destinations_are_those_of_the_listed_sets() {
+        let topo = fabric();
+        for pattern in [Pattern::Random, Pattern::OtherRacks, Pattern::AllToAll] {
+            let d = pattern.destinations(&topo, 4, 0).unwrap();
+            for src in 0..16 {
+                let listed = d.of(src);
+                let (mut drawn, mut by_list) = (
+                    Rng::stream(4, Stream::Workload, 1),
+                    Rng::stream(4, Stream::Workload, 1),
+                );
+                let mut seen = std::collections::BTreeSet::new();
+                for nth in 0..400 {
+                    let dst = d.choose(src, nth, &mut drawn);
+                    let i = match pattern {
+                        Pattern::AllToAll => nth % listed.len() as u64,
+                        _ => by_list.below(listed.len() as u64),
+                    };
+                    assert_eq!(
+                        dst, listed[i as usize],
+                        "{pattern:?} from {src}, flow {nth}"
+                    );
+                    seen.insert(dst);
+                }
+                assert_eq!(seen.into_iter().collect::<Vec<_>>(), listed);
+            }
+        }
+    }
+
+    #[test]
+    fn ten_thousand_hosts_need_no_list_of_pairs() {
+        let link = LinkSpec {
+            rate: 10_000_000_000,
+            delay: 1_000_000,
+        };
+        let big = leaf_spine(8, 640, 16, link, link).unwrap();
+        let d = Pattern::OtherRacks.destinations(&big, 1, 0).unwrap();
+        let mut rng = Rng::stream(1, Stream::Workload, 2);
+        for _ in 0..1000 {
+            let dst = d.choose(20, 0, &mut rng);
+            assert!(dst < 10_240 && dst / 16 != 20 / 16);
+        }
+        assert_eq!(d.senders().count(), 10_240);
     }
 
     #[test]
