@@ -300,3 +300,29 @@ def test_a_combination_is_its_parts_and_refuses_what_cannot_be_combined():
         combine("mptcp", "dcqcn_paper")
     with pytest.raises(ValueError, match="combine a path-selection scheme with"):
         combine("codel", "ecn_k20")
+
+
+def test_a_learned_scheme_without_its_packages_shows_why_instead_of_failing(monkeypatch):
+    import sys
+
+    # An install without the `neural` extra: importing PyTorch fails.
+    monkeypatch.setitem(sys.modules, "torch", None)
+    trained = arena.train("acc", 1, 1, 1.0, [0.5])
+    assert "acc needs PyTorch" in trained["refused"] and "isthmus[neural]" in trained["refused"]
+    cell = arena.run_cell("incast", "leafspine", "acc", None, 1, trained=trained)
+    assert cell == {"refused": trained["refused"]}
+    records = [
+        {"experiment": "training", "variant": "", "scheme": "acc", "seed": 1, "result": trained},
+        _record("incast / leafspine", "acc", 1, cell),
+        _record(
+            "incast / leafspine",
+            "pfc_only",
+            1,
+            arena.run_cell("incast", "leafspine", "pfc_only", None, 1),
+        ),
+    ]
+    table = arena.table(Results("arena", True, [1], {}, records))
+    assert any(n.startswith("acc did not train: acc needs PyTorch") for n in table.notes)
+    assert any(
+        row[2] == "acc" and row[3].startswith("cannot run: acc needs PyTorch") for row in table.rows
+    )

@@ -228,9 +228,13 @@ def run_cell(
         if contender.learning is not None:
             if trained is None:
                 raise ValueError(f"{scheme} is learned: run its training job first")
+            if "refused" in trained:
+                return {"refused": trained["refused"]}
             contender.learning.attach(sim, trained, seed)
     except (ScenarioError, ValueError) as e:
         return {"refused": " ".join(str(e).split())}
+    except ImportError as e:
+        return {"refused": _missing(scheme, e)}
     wall = spec.execute(sim)
     summary = summarize(sim, scenario=spec.name, wall_s=wall)
     slowdown = summary["slowdown"]
@@ -274,7 +278,19 @@ def train(scheme: str, seed: int, episodes: int, episode_ms: float, loads: list[
     contender = SCHEMES.lookup(scheme)
     if contender.learning is None:
         raise ValueError(f"{scheme} learns nothing: it has no training")
-    return contender.learning.train(contender, seed, episodes, episode_ms, loads)
+    try:
+        return contender.learning.train(contender, seed, episodes, episode_ms, loads)
+    except ImportError as e:
+        # Its cells then show why instead of a number (`run_cell`).
+        return {"refused": _missing(scheme, e)}
+
+
+def _missing(scheme: str, error: ImportError) -> str:
+    """Why `scheme` cannot run on this install: a package it needs is not installed."""
+    return (
+        f"{scheme} needs PyTorch, which this install lacks: pip install 'isthmus[neural]' "
+        f"({' '.join(str(error).split())[:120]})"
+    )
 
 
 def jobs(settings: dict, seeds: list[int]) -> list[Job]:
@@ -527,6 +543,14 @@ def table(results: Results) -> StudyTable:
                 )
     notes += _sensitivity_notes(rows)
     for scheme in results.distinct("scheme", experiment=TRAINING):
+        refused = [
+            r["refused"]
+            for r in results.select(experiment=TRAINING, scheme=scheme)
+            if "refused" in r
+        ]
+        if refused:
+            notes.append(f"{scheme} did not train: {refused[0]}")
+            continue
         claim, note = SCHEMES[scheme].learning.judge(scheme, results)
         claims.append(claim)
         notes.append(note)
