@@ -879,16 +879,15 @@ impl Engine {
     /// Runs every event up to and including time `until`, then sets the clock to `until`.
     /// Returns how many events ran.
     pub fn run_until(&mut self, until: Time) -> u64 {
-        if self.split.is_some() {
-            let before = self.events_processed;
-            self.run_partitioned(until, false);
-            return self.events_processed - before;
-        }
         let before = self.events_processed;
-        while let Some(ev) = self.events.pop_until(until) {
-            self.handle_event(ev);
+        if self.split.is_some() {
+            self.run_partitioned(until, false);
+        } else {
+            while let Some(ev) = self.events.pop_until(until) {
+                self.handle_event(ev);
+            }
+            self.advance_clock(until);
         }
-        self.advance_clock(until);
         self.events_processed - before
     }
 

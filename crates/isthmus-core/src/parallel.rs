@@ -152,13 +152,7 @@ impl Partitioned {
         let statuses: Vec<Mutex<Status>> = self
             .parts
             .iter()
-            .map(|part| {
-                let (next_event, finished) = part.partition_status(self.unfinished_at_split);
-                Mutex::new(Status {
-                    next_event,
-                    finished,
-                })
-            })
+            .map(|part| Mutex::new(part.partition_status(self.unfinished_at_split)))
             .collect();
         let barrier = SpinBarrier::new(self.threads);
         let shared = Shared {
@@ -328,11 +322,7 @@ impl Shared<'_> {
                 // Stable: equal times stay in (sending partition, order sent) order.
                 incoming.sort_by_key(Mail::time);
                 part.take_mail(incoming);
-                let (next_event, finished) = part.partition_status(self.flows);
-                *self.statuses[me].lock().expect("status") = Status {
-                    next_event,
-                    finished,
-                };
+                *self.statuses[me].lock().expect("status") = part.partition_status(self.flows);
             }
             self.barrier.wait();
             // Every thread reads the statuses before the next barrier, and nobody writes
@@ -566,10 +556,10 @@ impl Engine {
     }
 
     /// This partition's earliest pending event, and the flows that finished in it.
-    fn partition_status(&self, flows_at_split: usize) -> (Option<Time>, usize) {
-        (
-            self.events.peek_time(),
-            flows_at_split - self.unfinished_flows(),
-        )
+    fn partition_status(&self, flows_at_split: usize) -> Status {
+        Status {
+            next_event: self.events.peek_time(),
+            finished: flows_at_split - self.unfinished_flows(),
+        }
     }
 }
