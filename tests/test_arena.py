@@ -180,6 +180,9 @@ def test_learned_schemes_train_first_and_every_cell_can_be_run_alone(tmp_path):
     training = results.select(experiment="training")
     assert [r["seed"] for r in results.matching(experiment="training")] == [1, 2]
     assert all(len(r["curve"]) == 2 and r["wall_s"] > 0 for r in training)
+    # The network kept is the episode's that did best on validation traffic.
+    for r in training:
+        assert len(r["validation"]) == 2 and r["kept"] == 1 + int(np.argmax(r["validation"]))
     acc = results.select(experiment="arena", scheme="acc")
     assert len(acc) == 4 and all(r["training_s"] > 0 and r["commands"] > 0 for r in acc)
     assert all(r["training_s"] == 0 for r in results.select(experiment="arena", scheme="ecmp"))

@@ -1,5 +1,7 @@
 """Each bundled scenario states what a correct run shows; these tests hold it to that."""
 
+import math
+
 import numpy as np
 
 from isthmus import load_scenario
@@ -33,6 +35,29 @@ def test_leafspine_udp_delivers_everything_and_nics_wait_as_md1(scenario_path):
     assert np.all(np.abs(utilization - 0.6) < 0.02), utilization
     wait_us = ports["wait_ps"][nic].sum() / ports["tx_packets"][nic].sum() / 1e6
     assert abs(wait_us - 0.9) / 0.9 < 0.03, wait_us
+    # The tail too: M/D/1's 99th percentile wait at load 0.6 (1.2 us service).
+    p99_us = sim.queue_wait_quantile(0.99, "hosts") / 1e6
+    theory_us = md1_wait_quantile(0.99, 0.6) * 1.2
+    assert abs(p99_us - theory_us) / theory_us < 0.05, (p99_us, theory_us)
+    # Switch links run faster than the NICs feeding them: most packets never wait there.
+    assert sim.queue_wait_quantile(0.5, "switches") == 0.0
+
+
+def md1_wait_quantile(q: float, load: float) -> float:
+    """The q-quantile of an M/D/1 queue's wait, in service times, by bisection on
+    Erlang's formula for its distribution."""
+
+    def cdf(x: float) -> float:
+        return (1 - load) * sum(
+            (load * (k - x)) ** k / math.factorial(k) * math.exp(-load * (k - x))
+            for k in range(math.floor(x) + 1)
+        )
+
+    low, high = 0.0, 30.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if cdf(middle) < q else (low, middle)
+    return low
 
 
 def test_incast_drops_the_excess_at_the_last_hop_only(scenario_path):

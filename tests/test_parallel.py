@@ -29,6 +29,8 @@ def _digest(sim: Simulation) -> str:
         for key in sorted(table):
             h.update(key.encode())
             h.update(np.ascontiguousarray(table[key]).tobytes())
+    for at in ("switches", "hosts"):
+        h.update(repr([sim.queue_wait_quantile(q, at) for q in (0.5, 0.99, 1.0)]).encode())
     return h.hexdigest()
 
 

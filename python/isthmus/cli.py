@@ -495,6 +495,11 @@ def _print_summary(summary: dict, folder: Path) -> None:
         *_slowdown_rows(summary),
         *_stream_rows(summary),
         ("mean queueing delay", f"{summary['mean_queue_wait_us']:.3f} us"),
+        (
+            "p99 queueing delay",
+            f"{summary['p99_queue_wait_us']:.3f} us"
+            f" (at switches {summary['p99_switch_queue_wait_us']:.3f} us)",
+        ),
         ("busiest link utilization", f"{summary['max_link_utilization']:.1%}"),
         ("events", f"{summary['events']:,}"),
         ("wall clock", f"{summary['wall_s']:.2f} s"),

@@ -34,6 +34,8 @@ FIGURES = (
     ("timeouts", "timeouts"),
     ("max_switch_queue_packets", "longest switch queue"),
     ("mean_queue_wait_us", "mean queue wait (us)"),
+    ("p99_queue_wait_us", "p99 queue wait (us)"),
+    ("p99_switch_queue_wait_us", "p99 switch queue wait (us)"),
     ("max_link_utilization", "max link utilization"),
     ("bisection_fraction", "fraction of bisection"),
     ("flow_throughput_jain", "throughput fairness (Jain)"),

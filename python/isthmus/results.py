@@ -115,6 +115,8 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
         "mean_queue_wait_us": float(ports["wait_ps"].sum() / tx_packets / 1e6)
         if tx_packets
         else 0.0,
+        "p99_queue_wait_us": (sim.queue_wait_quantile(0.99) or 0.0) / 1e6,
+        "p99_switch_queue_wait_us": (sim.queue_wait_quantile(0.99, "switches") or 0.0) / 1e6,
         "max_link_utilization": headline["max_link_utilization"],
         "mean_fct_us": headline["mean_fct_us"],
         "slowdown": slowdown_summary(flows["size_bytes"][~stream], times["slowdown"][~stream]),

@@ -1099,6 +1099,18 @@ class Simulation:
         and per-port columns shaped (samples, ports)."""
         return self._engine.samples()
 
+    def queue_wait_quantile(self, q: float, at: str = "all") -> float | None:
+        """The `q`-quantile (0 to 1) of the time packets waited for a transmitter, in
+        ps, one value per packet and hop (the distribution whose mean the ports' `wait_ps`
+        gives), at `at`: "switches", "hosts" (their NICs) or "all"; None before any
+        packet left there. Read from log-linear buckets, within 3.2 %."""
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"q = {q!r}: a quantile is between 0 and 1 (0.99 for p99)")
+        where = {"all": (True, True), "switches": (True, False), "hosts": (False, True)}
+        if at not in where:
+            raise ValueError(f"at = {at!r}: choose 'all', 'switches' or 'hosts'")
+        return self._engine.wait_quantile(float(q), *where[at])
+
     def node_drops(self) -> dict[str, np.ndarray]:
         """Packets each node dropped: `unroutable` (no route), `rule_drops` (a drop
         rule, a drop-on-miss, a meter, or a packet-in nobody took) and `ttl_drops`

@@ -23,7 +23,7 @@ use crate::rng::mix64;
 use crate::rng::{Rng, Stream};
 use crate::rounds::{DueRound, IncastRounds, RoundRecord, RoundTransport};
 use crate::routing::{choose, reduce, RouteTable, RoutingPolicy};
-use crate::telemetry::{PortCounters, Sampler};
+use crate::telemetry::{PortCounters, Sampler, WaitHistogram};
 use crate::topology::{NodeKind, Topology};
 use crate::transport::bcn::{
     BcnPoint, BcnPointConfig, BcnSource, BcnSourceConfig, RateRegulator, FEEDBACK_BYTES, PROTO_BCN,
@@ -373,6 +373,9 @@ pub struct Engine {
     pub(crate) events_processed: u64,
     pub(crate) packet_hops: u64,
     pub(crate) sampler: Option<Sampler>,
+    /// Every transmitted packet's wait for its transmitter: `[switch ports, host NICs]`
+    /// (indexed by `Port::host_nic`).
+    pub(crate) waits: [WaitHistogram; 2],
     /// How the next run splits into partitions (None: one, this engine).
     pub(crate) split: Option<crate::parallel::Split>,
     /// Once a split run has started: its partitions (this engine is their snapshot).
@@ -502,6 +505,7 @@ impl Engine {
             events_processed: 0,
             packet_hops: 0,
             sampler,
+            waits: Default::default(),
             split: None,
             partitioned: None,
             member: None,
@@ -1627,7 +1631,8 @@ impl Engine {
         c.tx_bytes += size as u64;
         c.busy_ps += ser;
         c.wait_ps += now - enqueued;
-        let (arrival, peer) = (now + ser + port.delay, port.peer);
+        let (arrival, peer, host_nic) = (now + ser + port.delay, port.peer, port.host_nic);
+        self.waits[host_nic as usize].record(now - enqueued);
         if self.member.is_some() && self.mail_packet(arrival, peer, pkt) {
             return;
         }
@@ -1875,6 +1880,12 @@ impl Engine {
 
     pub fn sampler(&self) -> Option<&Sampler> {
         self.sampler.as_ref()
+    }
+
+    /// The distribution of packets' waits for a transmitter at switch ports
+    /// (`host_nic` false) or at hosts' NICs (true), one count per packet and hop.
+    pub fn waits(&self, host_nic: bool) -> &WaitHistogram {
+        &self.waits[host_nic as usize]
     }
 
     /// Unloaded round trip from host `src` to host `dst` and back along the default

@@ -221,6 +221,13 @@ impl Partitioned {
             flow.transport = self.parts[sender].flows[f].transport.clone();
             flow.record = merged(self.parts.iter().map(|part| &part.flows[f].record));
         }
+        // Each packet's wait is counted by the partition owning the port it left by.
+        for (i, whole) in snapshot.waits.iter_mut().enumerate() {
+            *whole = Default::default();
+            for part in &self.parts {
+                whole.add(&part.waits[i]);
+            }
+        }
     }
 
     pub(crate) fn live_packets(&self) -> usize {

@@ -1090,6 +1090,19 @@ impl Engine {
         )
     }
 
+    /// The `q`-quantile of packets' waits for a transmitter (ps), one per packet and
+    /// hop, at switch ports, hosts' NICs or both; None if no packet left there.
+    fn wait_quantile(&mut self, q: f64, switches: bool, hosts: bool) -> Option<f64> {
+        self.inner.sync_partitions();
+        let mut waits = isthmus_core::telemetry::WaitHistogram::default();
+        for (wanted, host_nic) in [(switches, false), (hosts, true)] {
+            if wanted {
+                waits.add(self.inner.waits(host_nic));
+            }
+        }
+        waits.quantile(q)
+    }
+
     /// The sampled time series, or None if sampling is off: `time_ps` (samples) and
     /// per-port columns shaped (samples, ports).
     fn samples<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {

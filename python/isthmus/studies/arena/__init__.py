@@ -260,6 +260,7 @@ def run_cell(
         "bisection_fraction": goodput_bps / (2 * bisection_bandwidth_bps(sim.topology)),
         "jain": figure(summary["flow_throughput_jain"]),
         "queue_wait_us": summary["mean_queue_wait_us"],
+        "queue_wait_p99_us": summary["p99_queue_wait_us"],
         "drops": float(summary["packets_dropped"]),
         "wall_per_simulated_s": wall / summary["simulated_s"],
         "commands": float(sim.control_plane.commands_sent if sim.control_plane else 0),

@@ -54,12 +54,16 @@ def train_acc(
 ) -> dict:
     """ACC's shared network pre-trained on `episodes` runs of web search on the
     leaf-spine, each `episode_ms` long at a load drawn from `loads`, over the scheme's
-    own network (DCQCN senders, PFC); traffic seeds are drawn from a stream of `seed`,
-    so never the arena's own (its seeds are small integers)."""
+    own network (DCQCN senders, PFC), keeping the episode's network that did best on a
+    validation run of web search; traffic seeds (training, validation, held out) are
+    drawn from streams of `seed`, so never the arena's own (its seeds are small
+    integers)."""
     from isthmus.studies.acc.pretraining import pretrain_on
 
     stop = {"stop": f"{episode_ms}ms"}
-    held_out = int(np.random.default_rng([seed, 2022]).integers(2**31))
+    held_out, validation = (
+        int(draw) for draw in np.random.default_rng([seed, 2022]).integers(2**31, size=2)
+    )
 
     def training_run(rng: np.random.Generator) -> Simulation:
         load = float(rng.choice(loads))
@@ -69,7 +73,12 @@ def train_acc(
     def held_out_run() -> Simulation:
         return build(TRAINING_WORKLOAD, TRAINING_FABRIC, scheme, HELD_OUT_LOAD, held_out, **stop)[1]
 
-    return pretrain_on(training_run, held_out_run, seed, episodes, episode_ms)
+    def validation_run() -> Simulation:
+        return build(TRAINING_WORKLOAD, TRAINING_FABRIC, scheme, HELD_OUT_LOAD, validation, **stop)[
+            1
+        ]
+
+    return pretrain_on(training_run, held_out_run, seed, episodes, episode_ms, validation_run)
 
 
 def attach_acc(sim: Simulation, trained: dict, seed: int) -> ControlPlane:
@@ -83,11 +92,12 @@ def attach_acc(sim: Simulation, trained: dict, seed: int) -> ControlPlane:
 
 
 def judge_acc(scheme: str, results: Results) -> tuple[Claim, str]:
-    """After its training, ACC's greedy reward on held-out web search comes within
-    `CONVERGED_WITHIN` of the best template held there (what it should reach), and its
-    learning curve from first to last episode beside that template's and the cost."""
+    """After its training, the greedy reward of the ACC it kept on held-out web search
+    comes within `CONVERGED_WITHIN` of the best template held there (what it should
+    reach), and its learning curve (first, last and kept episode) beside that
+    template's and the cost."""
     from isthmus.experiments.verdicts import cell
-    from isthmus.studies.acc.pretraining import pretraining_claim
+    from isthmus.studies.acc.pretraining import kept_reward, pretraining_claim
 
     runs = results.select(experiment=TRAINING, scheme=scheme)
     traffic = f"web search at load {HELD_OUT_LOAD} on the {TRAINING_FABRIC}"
@@ -96,7 +106,9 @@ def judge_acc(scheme: str, results: Results) -> tuple[Claim, str]:
         f"{TRAINING_FABRIC}, {cell([r['wall_s'] for r in runs], 0)} s of CPU): greedy "
         f"reward on held-out {traffic}, after the first episode "
         f"{cell([r['curve'][0] for r in runs], 3)}, after the last "
-        f"{cell([r['curve'][-1] for r in runs], 3)}; the best static template's there "
+        f"{cell([r['curve'][-1] for r in runs], 3)}, of the episode kept (the best on "
+        f"validation traffic: episodes {', '.join(str(r['kept']) for r in runs)}) "
+        f"{cell([kept_reward(r) for r in runs], 3)}; the best static template's there "
         f"{cell([max(r['held_out_static']) for r in runs], 3)}"
     )
     learner = "ACC" if scheme == "acc" else f"{scheme}'s ACC"

@@ -36,6 +36,7 @@ OBJECTIVES = (
     Objective("bisection_fraction", "fraction of bisection bandwidth", "bisection", False, 3),
     Objective("jain", "Jain fairness of flow throughputs", "fairness", False, 3, **_FCT),
     Objective("queue_wait_us", "mean queueing delay per hop (us)", "queueing", True, 2, shown=True),
+    Objective("queue_wait_p99_us", "p99 queueing delay per hop (us)", "queue p99", True, 1),
     Objective("drops", "packets dropped", "drops", True, 0),
     Objective(
         "commands",
