@@ -32,31 +32,47 @@ impl RoutingPolicy {
     }
 }
 
-/// Next-hop port sets, each distinct set stored once: row r = row_base[node] · hosts +
-/// destination host names set `row_set[r]`, whose ports are
+/// Next-hop port sets, each distinct set stored once, by destination class: hosts with
+/// one link to the same node (a rack under its leaf) are reached by the same ports from
+/// every other node, so they share a class, and only their own edge node tells them
+/// apart (by the port facing each). Row r = row_base[node] · classes + the destination's
+/// class names set `row_set[r]`, whose ports are
 /// `ports[set_start[id] as usize..][..set_len[id] as usize]`. Nodes with one port (hosts)
 /// have no rows. A fabric has few distinct sets (a leaf's uplinks serve every remote
-/// host), so the set table stays in cache and a lookup misses at most once, on its row;
-/// a node's rows are adjacent.
+/// rack) and a row per rack, not per host, so a 10,000-host fabric's table stays a few
+/// megabytes; a node's rows are adjacent.
 #[derive(Clone)]
 pub struct RouteTable {
     row_base: Vec<u32>,
+    /// Per destination host: its class, and the set its own edge node uses.
+    destinations: Vec<Destination>,
     row_set: Vec<u32>,
     set_start: Vec<u32>,
     set_len: Vec<u16>,
     ports: Vec<u16>,
-    num_hosts: u32,
+    num_classes: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Destination {
+    class: u32,
+    /// The node a one-link host hangs off (NO_EDGE for a host with several links, which
+    /// has a class of its own), and the set of that node's ports facing it.
+    edge: u32,
+    edge_set: u32,
 }
 
 const SINGLE_PORT: u32 = u32::MAX;
+const NO_EDGE: u32 = u32::MAX;
 
 impl RouteTable {
     /// Local port k of a node is the k-th link touching it, in link order (as the
-    /// engine numbers ports).
+    /// engine numbers ports). A port is on a shortest path to host `h` when its peer is
+    /// one hop closer and relays (a switch) or is `h`: away from `h`'s own edge node
+    /// only the first can hold, which is why a rack's hosts share every other row.
     pub fn shortest_paths(topo: &Topology) -> RouteTable {
         let adjacency = topo.adjacency();
         let n = topo.nodes.len();
-        let num_hosts = topo.num_hosts() as u32;
         let mut row_base = vec![SINGLE_PORT; n];
         let mut routed = Vec::new();
         for (node, adj) in adjacency.iter().enumerate() {
@@ -65,39 +81,92 @@ impl RouteTable {
                 routed.push(node);
             }
         }
+        // Each class's representative (a host index; its distances give the class's rows).
+        let mut representatives: Vec<usize> = Vec::new();
+        let mut class_of_edge = std::collections::HashMap::new();
+        let mut destinations = Vec::with_capacity(topo.hosts.len());
+        for (h, &host) in topo.hosts.iter().enumerate() {
+            let edge = match adjacency[host as usize].as_slice() {
+                [(edge, _)] => *edge,
+                _ => NO_EDGE,
+            };
+            let fresh = representatives.len() as u32;
+            let class = if edge == NO_EDGE {
+                fresh
+            } else {
+                *class_of_edge.entry(edge).or_insert(fresh)
+            };
+            if class == fresh {
+                representatives.push(h);
+            }
+            destinations.push(Destination {
+                class,
+                edge,
+                edge_set: 0,
+            });
+        }
+        let num_classes = representatives.len() as u32;
         let mut table = RouteTable {
             row_base,
-            row_set: vec![0; routed.len() * num_hosts as usize],
+            destinations,
+            row_set: vec![0; routed.len() * num_classes as usize],
             set_start: vec![0],
             set_len: vec![0],
             ports: Vec::new(),
-            num_hosts,
+            num_classes,
         };
         // Set 0 is the empty set (unreachable).
         let mut ids: std::collections::HashMap<Vec<u16>, u32> =
             std::collections::HashMap::from([(Vec::new(), 0)]);
+        let mut id_of = |table: &mut RouteTable, set: &Vec<u16>| -> u32 {
+            *ids.entry(set.clone()).or_insert_with(|| {
+                table.set_start.push(table.ports.len() as u32);
+                table.set_len.push(set.len() as u16);
+                table.ports.extend_from_slice(set);
+                (table.set_len.len() - 1) as u32
+            })
+        };
         let mut set = Vec::new();
-        for (h, &target) in topo.hosts.iter().enumerate() {
-            let dist = topo.hop_distances(&adjacency, target);
-            for (row, &node) in routed.iter().enumerate() {
-                set.clear();
-                if dist[node] != u32::MAX && node as u32 != target {
-                    for (local, &(peer, _)) in adjacency[node].iter().enumerate() {
-                        let relays =
-                            peer == target || topo.nodes[peer as usize].kind == NodeKind::Switch;
-                        if relays && dist[peer as usize].wrapping_add(1) == dist[node] {
-                            set.push(local as u16);
-                        }
+        // The ports of `node` one hop closer to `target` that relay to it.
+        let next_hops = |set: &mut Vec<u16>, node: usize, target: u32, dist: &[u32]| {
+            set.clear();
+            if dist[node] != u32::MAX && node as u32 != target {
+                for (local, &(peer, _)) in adjacency[node].iter().enumerate() {
+                    let relays =
+                        peer == target || topo.nodes[peer as usize].kind == NodeKind::Switch;
+                    if relays && dist[peer as usize].wrapping_add(1) == dist[node] {
+                        set.push(local as u16);
                     }
                 }
-                let id = *ids.entry(set.clone()).or_insert_with(|| {
-                    table.set_start.push(table.ports.len() as u32);
-                    table.set_len.push(set.len() as u16);
-                    table.ports.extend_from_slice(&set);
-                    (table.set_len.len() - 1) as u32
-                });
-                table.row_set[row * num_hosts as usize + h] = id;
             }
+        };
+        for (class, &h) in representatives.iter().enumerate() {
+            let target = topo.hosts[h];
+            let dist = topo.hop_distances(&adjacency, target);
+            let edge = table.destinations[h].edge;
+            for (row, &node) in routed.iter().enumerate() {
+                // The class's edge node answers per host, below.
+                if node as u32 != edge {
+                    next_hops(&mut set, node, target, &dist);
+                    let id = id_of(&mut table, &set);
+                    table.row_set[row * num_classes as usize + class] = id;
+                }
+            }
+        }
+        for h in 0..topo.hosts.len() {
+            let Destination { edge, .. } = table.destinations[h];
+            if edge == NO_EDGE || table.row_base[edge as usize] == SINGLE_PORT {
+                continue;
+            }
+            // One hop from its host: the ports whose peer is the host itself.
+            let host = topo.hosts[h];
+            set.clear();
+            for (local, &(peer, _)) in adjacency[edge as usize].iter().enumerate() {
+                if peer == host {
+                    set.push(local as u16);
+                }
+            }
+            table.destinations[h].edge_set = id_of(&mut table, &set);
         }
         table
     }
@@ -109,16 +178,26 @@ impl RouteTable {
         if base == SINGLE_PORT {
             return &[0];
         }
-        if dst >= self.num_hosts {
+        let Some(d) = self.destinations.get(dst as usize) else {
             return &[];
-        }
-        let id = self.row_set[base as usize * self.num_hosts as usize + dst as usize] as usize;
+        };
+        let id = if node == d.edge {
+            d.edge_set
+        } else {
+            self.row_set[base as usize * self.num_classes as usize + d.class as usize]
+        } as usize;
         &self.ports[self.set_start[id] as usize..][..self.set_len[id] as usize]
     }
 
     /// How many distinct next-hop sets the table holds (the empty set included).
     pub fn distinct_sets(&self) -> usize {
         self.set_len.len()
+    }
+
+    /// How many destination classes its rows are kept for (racks, and hosts with
+    /// several links).
+    pub fn destination_classes(&self) -> usize {
+        self.num_classes as usize
     }
 }
 
@@ -178,6 +257,73 @@ mod tests {
         // Sets are of local port numbers, so both leaves and both spines share them: the
         // empty set, the downlinks {0}, {1}, {2}, and the uplinks {3, 4, 5, 6}.
         assert_eq!(routes.distinct_sets(), 5);
+    }
+
+    /// The sets the definition gives, host by host (what the table held per host before
+    /// hosts of a rack shared rows).
+    fn per_host_sets(topo: &Topology) -> Vec<Vec<Vec<u16>>> {
+        let adjacency = topo.adjacency();
+        topo.hosts
+            .iter()
+            .map(|&target| {
+                let dist = topo.hop_distances(&adjacency, target);
+                (0..topo.nodes.len())
+                    .map(|node| {
+                        if adjacency[node].len() == 1 {
+                            return vec![0];
+                        }
+                        if dist[node] == u32::MAX || node as u32 == target {
+                            return vec![];
+                        }
+                        (0..adjacency[node].len() as u16)
+                            .filter(|&local| {
+                                let peer = adjacency[node][local as usize].0;
+                                let relays = peer == target
+                                    || topo.nodes[peer as usize].kind == NodeKind::Switch;
+                                relays && dist[peer as usize].wrapping_add(1) == dist[node]
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn assert_matches_per_host(topo: &Topology) -> RouteTable {
+        let routes = RouteTable::shortest_paths(topo);
+        for (h, rows) in per_host_sets(topo).iter().enumerate() {
+            for (node, set) in rows.iter().enumerate() {
+                assert_eq!(routes.next_hops(node as u32, h as u32), set.as_slice());
+            }
+        }
+        routes
+    }
+
+    #[test]
+    fn a_racks_hosts_share_rows_and_get_the_sets_each_host_would() {
+        use crate::topology::builders::{fat_tree, mesh};
+        // 4 spines, 2 leaves of 3 hosts: a class per leaf.
+        let t = leaf_spine(4, 2, 3, L, L).unwrap();
+        assert_eq!(assert_matches_per_host(&t).destination_classes(), 2);
+        let t = fat_tree(4, L, L).unwrap();
+        assert_eq!(assert_matches_per_host(&t).destination_classes(), 8);
+        assert_matches_per_host(&ring(5, 2, L, L).unwrap());
+        assert_matches_per_host(&mesh(4, 3, L, L).unwrap());
+        // A host with two links (to two leaves) is a class of its own; a host cabled
+        // straight to another host is reached only from it; a lone switch stub has one port.
+        let mut t = leaf_spine(3, 2, 2, L, L).unwrap();
+        let (leaf0, leaf1) = (
+            t.node_index("leaf0").unwrap(),
+            t.node_index("leaf1").unwrap(),
+        );
+        let dual = t.add_host("dual");
+        t.connect(dual, leaf0, L);
+        t.connect(dual, leaf1, L);
+        let behind = t.add_host("behind");
+        t.connect(behind, dual, L);
+        let stub = t.add_switch("stub", "edge");
+        t.connect(stub, leaf1, L);
+        assert_eq!(assert_matches_per_host(&t).destination_classes(), 2 + 2);
     }
 
     #[test]
