@@ -1806,6 +1806,7 @@ impl Engine {
     /// subflow; datagram flows (UDP, BCN) are streams without retransmission.
     pub fn flow_ports(&self) -> impl Iterator<Item = (u16, u16, u8, bool)> + '_ {
         self.flows.iter().map(|f| {
+            // (A partitioned run's snapshot holds `Elsewhere`: single-path TCP flows.)
             let subflows = match &f.transport {
                 Transport::Mptcp(m) => m.subflow_count() as u8,
                 _ => 1,
@@ -1839,6 +1840,9 @@ impl Engine {
         &self,
         flow: u32,
     ) -> Option<(u64, Option<crate::transport::cubic::CubicView>)> {
+        if let Some(partitioned) = &self.partitioned {
+            return partitioned.sender_of(flow)?.tcp_window(flow);
+        }
         match &self.flows.get(flow as usize)?.transport {
             Transport::Tcp(t) => Some((t.cwnd(), t.cubic_state())),
             _ => None,

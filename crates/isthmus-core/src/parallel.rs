@@ -109,10 +109,21 @@ struct Status {
 
 impl Partitioned {
     /// Copies of `engine`, one per partition of `split`, each keeping the pending
-    /// events of its own nodes only. Refuses what a partitioned run cannot do yet.
-    pub(crate) fn new(engine: &Engine, split: &Split) -> Result<Partitioned, String> {
+    /// events of its own nodes only, and the state of the flows whose sender or
+    /// receiver it runs (the others' records only, `Transport::Elsewhere`); `engine`
+    /// keeps every flow's record only, its state being the partitions'. Refuses what a
+    /// partitioned run cannot do yet.
+    pub(crate) fn new(engine: &mut Engine, split: &Split) -> Result<Partitioned, String> {
         engine.check_partitionable()?;
         let plan = &split.plan;
+        let hosts = &engine.topology().hosts;
+        let ends: Vec<[u16; 2]> = engine
+            .flows
+            .iter()
+            .map(|f| [f.record.src, f.record.dst].map(|h| plan.owner[hosts[h as usize] as usize]))
+            .collect();
+        // Each copy of the engine is made without the flows, then given its own.
+        let flows = std::mem::take(&mut engine.flows);
         let port_owner: Arc<Vec<u16>> = Arc::new(
             engine
                 .ports
@@ -123,6 +134,17 @@ impl Partitioned {
         let mut parts = Vec::with_capacity(plan.parts);
         for me in 0..plan.parts as u16 {
             let mut part = engine.clone();
+            part.flows = flows
+                .iter()
+                .zip(&ends)
+                .map(|(flow, ends)| {
+                    if ends.contains(&me) {
+                        flow.clone()
+                    } else {
+                        flow.elsewhere()
+                    }
+                })
+                .collect();
             part.split = None;
             part.partitioned = None;
             part.member = Some(Box::new(Member {
@@ -133,6 +155,7 @@ impl Partitioned {
             part.keep_own_events(&plan.owner, me);
             parts.push(part);
         }
+        engine.flows = flows.into_iter().map(|flow| flow.elsewhere()).collect();
         Ok(Partitioned {
             parts,
             port_owner,
@@ -206,10 +229,9 @@ impl Partitioned {
     }
 
     /// Brings `snapshot` (the engine that split) up to date from the partitions: each
-    /// port and node from its owner, every flow's record summed over the partitions and
-    /// its sender's state from the sender's.
+    /// port and node from its owner, every flow's record summed over the partitions (a
+    /// flow's transport state stays with its sender's partition: `Engine::tcp_window`).
     fn update_tables(&self, snapshot: &mut Engine) {
-        let hosts = &snapshot.topology().hosts.clone();
         for (i, port) in snapshot.ports.iter_mut().enumerate() {
             *port = self.parts[self.port_owner[i] as usize].ports[i].clone();
         }
@@ -217,8 +239,6 @@ impl Partitioned {
             *node = self.parts[self.node_owner[n] as usize].nodes[n].clone();
         }
         for (f, flow) in snapshot.flows.iter_mut().enumerate() {
-            let sender = self.node_owner[hosts[flow.record.src as usize] as usize] as usize;
-            flow.transport = self.parts[sender].flows[f].transport.clone();
             flow.record = merged(self.parts.iter().map(|part| &part.flows[f].record));
         }
         // Each packet's wait is counted by the partition owning the port it left by.
@@ -228,6 +248,13 @@ impl Partitioned {
                 whole.add(&part.waits[i]);
             }
         }
+    }
+
+    /// The partition that runs `flow`'s sender, which holds its transport's state.
+    pub(crate) fn sender_of(&self, flow: u32) -> Option<&Engine> {
+        let src = self.parts.first()?.flows.get(flow as usize)?.record.src;
+        let node = self.parts[0].topology().hosts[src as usize];
+        Some(&self.parts[self.node_owner[node as usize] as usize])
     }
 
     pub(crate) fn live_packets(&self) -> usize {
@@ -432,7 +459,8 @@ impl Engine {
     /// what of this run a partitioned run cannot do yet.
     pub fn start_partitions(&mut self) -> Result<(), String> {
         if let (Some(split), None) = (&self.split, &self.partitioned) {
-            let partitioned = Partitioned::new(self, split)?;
+            let split = split.clone();
+            let partitioned = Partitioned::new(self, &split)?;
             self.partitioned = Some(Box::new(partitioned));
         }
         Ok(())
@@ -484,6 +512,8 @@ impl Engine {
         for (id, flow) in self.flows.iter().enumerate() {
             let what = match (&flow.transport, &flow.messages, &flow.regulation) {
                 (crate::transport::Transport::Tcp(_), None, None) => continue,
+                // Only a split makes these, of flows it already took.
+                (crate::transport::Transport::Elsewhere, ..) => continue,
                 (crate::transport::Transport::Tcp(_), Some(_), _) => "a message stream",
                 (crate::transport::Transport::Tcp(_), None, Some(_)) => "a BCN-regulated flow",
                 (crate::transport::Transport::Udp(_), ..) => "a UDP flow",
@@ -568,5 +598,47 @@ impl Engine {
             next_event: self.events.peek_time(),
             finished: flows_at_split - self.unfinished_flows(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::topology::builders::leaf_spine;
+    use crate::transport::Transport;
+    use crate::units::{MS, US};
+    use crate::{Engine, EngineConfig, LinkSpec, TcpConfig};
+
+    #[test]
+    fn a_partition_holds_the_state_of_the_flows_it_runs_an_end_of_and_the_snapshot_none() {
+        let link = LinkSpec {
+            rate: 10_000_000_000,
+            delay: US,
+        };
+        let mut e = Engine::new(
+            leaf_spine(2, 4, 4, link, link).unwrap(),
+            EngineConfig::default(),
+            1,
+        );
+        // Hosts 0-3 under leaf 0, ..., 12-15 under leaf 3; two partitions of two leaves.
+        for (src, dst) in [(0, 4), (0, 12), (8, 12), (12, 1)] {
+            e.add_tcp_flow(src, dst, 100_000, 0, &TcpConfig::default())
+                .unwrap();
+        }
+        e.set_partitions(2, 1).unwrap();
+        e.start_partitions().unwrap();
+        let runs = |engine: &Engine| -> Vec<bool> {
+            engine
+                .flows
+                .iter()
+                .map(|f| !matches!(f.transport, Transport::Elsewhere))
+                .collect()
+        };
+        let parts = &e.partitioned.as_ref().unwrap().parts;
+        assert_eq!(runs(&parts[0]), [true, true, false, true]);
+        assert_eq!(runs(&parts[1]), [false, true, true, true]);
+        assert_eq!(runs(&e), [false; 4]);
+        assert!(e.run_until_flows_finish(10 * MS));
+        // The snapshot answers for a sender's state from the partition running it.
+        assert!((0..4).all(|f| e.tcp_window(f).is_some()));
     }
 }

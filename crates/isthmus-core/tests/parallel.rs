@@ -65,6 +65,10 @@ fn fingerprint(e: &mut Engine) -> Vec<u64> {
             r.delay_sum_ps,
         ]);
     }
+    // Each sender's window, from the partition that runs it.
+    for f in 0..e.num_flows() as u32 {
+        out.push(e.tcp_window(f).expect("a TCP flow").0);
+    }
     for p in &e.ports {
         let c = &p.counters;
         out.extend([

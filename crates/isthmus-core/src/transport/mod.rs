@@ -89,6 +89,11 @@ pub enum Transport {
     Dcqcn(Box<dcqcn::DcqcnFlow>),
     Bcn(Box<bcn::BcnSource>),
     Mptcp(Box<mptcp::MptcpFlow>),
+    /// In a partitioned run, a copy of a flow that neither runs here: its sender and
+    /// receiver are other partitions' hosts, which hold its state, so this copy keeps
+    /// the record only (a packet of it can still fall here). Nothing but a packet's
+    /// drop ever reaches it.
+    Elsewhere,
 }
 
 #[derive(Clone)]
@@ -105,6 +110,23 @@ pub struct Flow {
     pub messages: Option<Box<messages::MessageStream>>,
     /// A TCP connection under a BCN rate regulator.
     pub regulation: Option<Box<Regulation>>,
+}
+
+impl Flow {
+    /// A copy of this flow's record without its state (`Transport::Elsewhere`): what a
+    /// partition that runs neither of its hosts keeps of it.
+    pub fn elsewhere(&self) -> Flow {
+        Flow {
+            record: self.record.clone(),
+            src_port: self.src_port,
+            dst_port: self.dst_port,
+            priority: self.priority,
+            transport: Transport::Elsewhere,
+            settled: self.settled,
+            messages: None,
+            regulation: None,
+        }
+    }
 }
 
 /// BCN's reaction point in front of a TCP sender: the regulator's rate paces the
@@ -180,6 +202,9 @@ impl Flow {
                 &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
                 token,
             ),
+            Transport::Elsewhere => {
+                unreachable!("flow {flow}'s timer in a partition that does not run it")
+            }
         }
     }
 
@@ -236,6 +261,9 @@ impl Flow {
                 &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
                 pkt,
             ),
+            Transport::Elsewhere => {
+                unreachable!("flow {flow} delivered in a partition without its hosts")
+            }
         }
     }
 
@@ -246,6 +274,8 @@ impl Flow {
             Transport::Udp(_) | Transport::Bcn(_) => self.datagrams_finished(now),
             // TCP and DCQCN learn of losses from the ACKs and NAKs that come or do not.
             Transport::Tcp(_) | Transport::Dcqcn(_) | Transport::Mptcp(_) => false,
+            // Its sender, in another partition, learns of it as above.
+            Transport::Elsewhere => false,
         }
     }
 
@@ -271,7 +301,9 @@ impl Flow {
                 &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
                 held,
             ),
-            Transport::Bcn(_) | Transport::Mptcp(_) => return Err(ungovernable(flow)),
+            Transport::Bcn(_) | Transport::Mptcp(_) | Transport::Elsewhere => {
+                return Err(ungovernable(flow))
+            }
         }
         Ok(())
     }
@@ -298,7 +330,9 @@ impl Flow {
                 &mut tcp::Io::new(flow, now, ports, &mut self.record, out),
                 rate,
             ),
-            Transport::Bcn(_) | Transport::Mptcp(_) => return Err(ungovernable(flow)),
+            Transport::Bcn(_) | Transport::Mptcp(_) | Transport::Elsewhere => {
+                return Err(ungovernable(flow))
+            }
         }
         Ok(())
     }
