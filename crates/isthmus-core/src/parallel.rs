@@ -29,7 +29,7 @@ use crate::engine::Engine;
 use crate::event::{EventKind, PortId};
 use crate::packet::Packet;
 use crate::partition::Partitioning;
-use crate::transport::FlowRecord;
+use crate::transport::{Flow, FlowRecord};
 use crate::units::Time;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -122,8 +122,23 @@ impl Partitioned {
             .iter()
             .map(|f| [f.record.src, f.record.dst].map(|h| plan.owner[hosts[h as usize] as usize]))
             .collect();
-        // Each copy of the engine is made without the flows, then given its own.
-        let flows = std::mem::take(&mut engine.flows);
+        // Each flow's state moves to its sender's partition and is copied to its
+        // receiver's, if another; every other copy (the snapshot's too) is its record.
+        let mut own_flows: Vec<Vec<Flow>> = (0..plan.parts)
+            .map(|_| Vec::with_capacity(ends.len()))
+            .collect();
+        let mut records = Vec::with_capacity(ends.len());
+        for (flow, [sender, receiver]) in std::mem::take(&mut engine.flows).into_iter().zip(ends) {
+            records.push(flow.elsewhere());
+            for (p, list) in own_flows.iter_mut().enumerate() {
+                if p as u16 == receiver && receiver != sender {
+                    list.push(flow.clone());
+                } else if p as u16 != sender {
+                    list.push(flow.elsewhere());
+                }
+            }
+            own_flows[sender as usize].push(flow);
+        }
         let port_owner: Arc<Vec<u16>> = Arc::new(
             engine
                 .ports
@@ -132,19 +147,10 @@ impl Partitioned {
                 .collect(),
         );
         let mut parts = Vec::with_capacity(plan.parts);
-        for me in 0..plan.parts as u16 {
+        for (me, flows) in (0..plan.parts as u16).zip(own_flows) {
+            // Cloned without flows (the snapshot's are set aside), then given its own.
             let mut part = engine.clone();
-            part.flows = flows
-                .iter()
-                .zip(&ends)
-                .map(|(flow, ends)| {
-                    if ends.contains(&me) {
-                        flow.clone()
-                    } else {
-                        flow.elsewhere()
-                    }
-                })
-                .collect();
+            part.flows = flows;
             part.split = None;
             part.partitioned = None;
             part.member = Some(Box::new(Member {
@@ -155,7 +161,7 @@ impl Partitioned {
             part.keep_own_events(&plan.owner, me);
             parts.push(part);
         }
-        engine.flows = flows.into_iter().map(|flow| flow.elsewhere()).collect();
+        engine.flows = records;
         Ok(Partitioned {
             parts,
             port_owner,
