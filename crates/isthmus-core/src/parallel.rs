@@ -308,6 +308,9 @@ fn merged<'a>(copies: impl Iterator<Item = &'a FlowRecord>) -> FlowRecord {
     whole.unwrap_or_default()
 }
 
+/// A partition's mail of a window, and its (arrival time, position) order.
+type Inbox = (Vec<Mail>, Vec<(Time, u32)>);
+
 /// What the threads of a run share: the mailboxes (partition d's mail from s at
 /// d * parts + s), each partition's status, the barrier, and the run's bounds.
 struct Shared<'a> {
@@ -329,6 +332,7 @@ impl Shared<'_> {
             Some(start) => start,
             None => return,
         };
+        let mut inboxes: Vec<Inbox> = group.iter().map(|_| Default::default()).collect();
         loop {
             // Events before `end` cannot be reached by anything another partition does
             // at or after `start`.
@@ -351,7 +355,10 @@ impl Shared<'_> {
             self.barrier.wait();
             for (i, part) in group.iter_mut().enumerate() {
                 let me = offset + i;
-                let mut incoming = Vec::new();
+                // Buffers a partition keeps from window to window: fresh ones each
+                // window (thousands of packets on a big fabric, and a stable sort's
+                // scratch) churn the allocator, which then holds on to freed memory.
+                let (incoming, order) = &mut inboxes[i];
                 for from in 0..self.parts {
                     incoming.append(
                         &mut self.mailboxes[me * self.parts + from]
@@ -359,9 +366,17 @@ impl Shared<'_> {
                             .expect("mailbox"),
                     );
                 }
-                // Stable: equal times stay in (sending partition, order sent) order.
-                incoming.sort_by_key(Mail::time);
-                part.take_mail(incoming);
+                // By (time, position): equal times stay in (sending partition, order
+                // sent) order, and sorting the keys in place needs no scratch.
+                order.extend(
+                    incoming
+                        .iter()
+                        .enumerate()
+                        .map(|(k, m)| (m.time(), k as u32)),
+                );
+                order.sort_unstable();
+                part.take_mail(order.drain(..).map(|(_, k)| &incoming[k as usize]));
+                incoming.clear();
                 *self.statuses[me].lock().expect("status") = part.partition_status(self.flows);
             }
             self.barrier.wait();
@@ -584,11 +599,15 @@ impl Engine {
     }
 
     /// Takes mail from other partitions into this one's packet arena and event list.
-    fn take_mail(&mut self, mail: Vec<Mail>) {
+    fn take_mail<'a>(&mut self, mail: impl Iterator<Item = &'a Mail>) {
         for m in mail {
-            match m {
-                Mail::Arrive { time, port, packet } => {
-                    let pkt = self.arena.alloc(packet);
+            match *m {
+                Mail::Arrive {
+                    time,
+                    port,
+                    ref packet,
+                } => {
+                    let pkt = self.arena.alloc(packet.clone());
                     self.events.push(time, EventKind::Arrive { pkt, port });
                 }
                 Mail::Pfc { time, port, frame } => {
