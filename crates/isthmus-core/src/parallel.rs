@@ -148,10 +148,9 @@ impl Partitioned {
         );
         let mut parts = Vec::with_capacity(plan.parts);
         for (me, flows) in (0..plan.parts as u16).zip(own_flows) {
-            // Cloned without flows (the snapshot's are set aside), then given its own.
+            // Cloned without flows or split (both set aside), then given its own flows.
             let mut part = engine.clone();
             part.flows = flows;
-            part.split = None;
             part.partitioned = None;
             part.member = Some(Box::new(Member {
                 me,
@@ -479,10 +478,14 @@ impl Engine {
     /// Makes the partitions if this engine is split and they are not made yet, or says
     /// what of this run a partitioned run cannot do yet.
     pub fn start_partitions(&mut self) -> Result<(), String> {
-        if let (Some(split), None) = (&self.split, &self.partitioned) {
-            let split = split.clone();
-            let partitioned = Partitioned::new(self, &split)?;
-            self.partitioned = Some(Box::new(partitioned));
+        if self.partitioned.is_none() {
+            // Set aside while the partitions take this engine's flows (copies are made
+            // without it), then put back.
+            if let Some(split) = self.split.take() {
+                let made = Partitioned::new(self, &split);
+                self.split = Some(split);
+                self.partitioned = Some(Box::new(made?));
+            }
         }
         Ok(())
     }
