@@ -148,3 +148,24 @@ def test_a_simulation_shows_its_network_and_results_in_a_notebook():
     sim.run("10ms")
     after = sim._repr_html_()
     assert "<td>1 / 1</td>" in after and "<td>100,000</td>" in after
+
+
+def test_queue_wait_quantiles_refuse_bad_input_and_read_nothing_before_a_packet_leaves():
+    sim = small_sim(seed=2)
+    assert sim.queue_wait_quantile(0.99) is None
+    with pytest.raises(ValueError, match=r"q = 1\.5: a quantile is between 0 and 1"):
+        sim.queue_wait_quantile(1.5)
+    with pytest.raises(ValueError, match="at = 'spines': choose 'all', 'switches' or 'hosts'"):
+        sim.queue_wait_quantile(0.5, "spines")
+    # 24 Gb/s into one 10 Gb/s host link: the switch queue fills, so its tail waits, and
+    # the quantiles of every hop lie between the switches' and the NICs' extremes.
+    for src in range(4):
+        sim.add_udp_flow(src, 4, "6Gbps", stop="1ms")
+    sim.run("1ms")
+    switch_p99 = sim.queue_wait_quantile(0.99, "switches")
+    assert switch_p99 > 0
+    assert sim.queue_wait_quantile(0.0, "all") == 0.0
+    assert sim.queue_wait_quantile(0.5, "switches") <= switch_p99
+    assert sim.queue_wait_quantile(1.0, "all") == max(
+        sim.queue_wait_quantile(1.0, "switches"), sim.queue_wait_quantile(1.0, "hosts")
+    )
