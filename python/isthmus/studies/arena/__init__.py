@@ -143,7 +143,8 @@ DEPARTURES = (
         "ACC pre-trains offline on its testbed's traffic and keeps learning online "
         "(Yan et al., SIGCOMM 2021); 25 Gb/s servers, 100 Gb/s fabric",
         "ACC's shared network pre-trained on web search over the arena's leaf-spine "
-        "(training episodes at the study's loads, traffic seeds never the arena's), then "
+        "(training episodes at the study's loads, traffic seeds never the arena's), keeping "
+        "the episode's network that did best on a validation run of web search, then "
         "learning online on every fabric and workload, 10 Gb/s hosts",
         "Learned schemes train on training traffic and are scored on held-out traffic; one "
         "model for every fabric, as the paper installs one model on every switch",
