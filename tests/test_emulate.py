@@ -159,6 +159,14 @@ def test_ecn_marking_and_aqm_are_refused_naming_the_qdisc_the_kernel_lacks():
     assert _scope(scenario(network='aqm = { kind = "drop_tail" }')).shapes
 
 
+def test_a_time_series_is_sampled_no_more_often_than_every_5_ms():
+    assert _scope(scenario()).sample_interval_ps is None
+    sampled = _scope(scenario() + '[telemetry]\nsample_interval = "5ms"\n')
+    assert sampled.sample_interval_ps == 5_000_000_000
+    with pytest.raises(ScenarioError, match=r"telemetry\.sample_interval: 4ms is shorter"):
+        _scope(scenario() + '[telemetry]\nsample_interval = "4ms"\n')
+
+
 def test_a_link_delay_needs_netem_unless_a_stated_bound_leaves_it_out():
     text = scenario(delay="50us")
     with pytest.raises(ScenarioError, match="no 'netem' qdisc"):
@@ -506,6 +514,42 @@ def test_four_cubic_flows_share_a_bottleneck_as_in_the_simulator():
     # Both sides: every packet lost (all data packets here) was sent again.
     for side in ("simulated", "emulated"):
         assert table["retransmissions"][side] >= table["lost_packets"][side] > 0
+    # Four CUBIC flows keep the 100-packet bottleneck queue mostly full in both
+    # (simulated 84 packets on average; five emulated seeds 79-87), and it is the
+    # bottleneck's queue that the comparison reads.
+    for side in ("simulated", "emulated"):
+        assert 60 < table["bottleneck_queue_mean_packets"][side] <= 100
+        assert 95 <= table["bottleneck_queue_p99_packets"][side] <= 100
+    _check_series(run, bottleneck, rate_bps=40_000_000, limit=100)
+
+
+def _check_series(run, watched: np.ndarray, rate_bps: int, limit: int) -> None:
+    """What a run's time series must hold: a grid of every port at each sample time,
+    near the interval apart; queues within their limit; counters that only grow, up to
+    the port table's at the end; and no more bytes leaving the `watched` port in any
+    tenth of a second than its rate carries, its queue all but full at some sample."""
+    series, ports = run.timeseries, run.ports
+    count = len(ports["node"])
+    times = series["time_ps"].reshape(-1, count)
+    assert (times == times[:, :1]).all()
+    assert (series["port_index"].reshape(-1, count) == np.arange(count)).all()
+    stamps = times[:, 0].astype(np.int64)
+    interval = run.summary["sample_interval_ps"]
+    assert stamps[0] < interval and (np.diff(stamps) > 0).all()
+    assert abs(np.median(np.diff(stamps)) / interval - 1) < 0.1
+    queue = series["queue_packets"].reshape(-1, count)
+    assert queue.max() <= limit and queue[:, watched].max() >= 0.9 * limit
+    for column in ("tx_bytes", "drop_packets"):
+        values = series[column].reshape(-1, count).astype(np.int64)
+        assert (np.diff(values, axis=0) >= 0).all(), column
+        assert (values[-1] <= ports[column].astype(np.int64)).all(), column
+    # Over 100 ms a shaped link sends at most its rate (and the one frame htb lets
+    # through ahead of it), and the bottleneck of four flows sends nearly that.
+    sent = series["tx_bytes"].reshape(-1, count)[:, watched].sum(axis=1).astype(np.int64)
+    window = int(round(100e9 / interval))
+    seconds = (stamps[window:] - stamps[:-window]) / 1e12
+    rates = (sent[window:] - sent[:-window]) * 8 / seconds
+    assert rates.max() <= rate_bps * 1.05 and np.median(rates) > 0.9 * rate_bps
 
 
 @needs_machine
@@ -587,12 +631,13 @@ def test_a_program_reads_counters_while_the_traffic_runs(monkeypatch):
     # the same poll and stopped the run with a TypeError.
     from isthmus.control.apps.l2_learning import L2Learning
 
-    readings = []
+    readings, rows = [], []
     learn = L2Learning.on_packet_in
 
     def on_packet_in(self, event):
         ports, entries = self.port_stats(), self.entry_stats()
         readings.append((self.now, int(ports["tx_bytes"].sum()), len(entries["entry"])))
+        rows.append(ports)
         learn(self, event)
 
     monkeypatch.setattr(L2Learning, "on_packet_in", on_packet_in)
@@ -604,6 +649,17 @@ def test_a_program_reads_counters_while_the_traffic_runs(monkeypatch):
     times, sent, entries = (list(column) for column in zip(*readings, strict=True))
     assert times == sorted(times) and sent == sorted(sent) and entries == sorted(entries)
     assert entries[-1] > 0
+    # Every port of every node, hosts' too, in the simulator's order and columns. A
+    # packet-in is of a frame some host sent, so hosts have sent by the first one.
+    sim = parse_scenario(scenario()).build()
+    expected = sim.ports()
+    for ports in rows:
+        for key in ("node", "port", "peer_node", "rate_bps"):
+            assert (ports[key] == expected[key]).all(), key
+        assert {"queue_packets", "queue_bytes", "drop_packets"} <= set(ports)
+        hosts = np.asarray(sim.topology.nodes()["kind"])[ports["node"]] == "host"
+        assert ports["tx_packets"][hosts].sum() > 0
+        assert (ports["queue_packets"] <= 100).all()
 
 
 def test_a_switch_whose_forwarding_changes_during_the_traffic_is_noted():

@@ -1,6 +1,7 @@
 """A scenario in the simulator and in emulation, side by side: aggregate goodput, FCT by
 size class (the benchmark's buckets), drops, the TCP flows' retransmissions and timeouts,
-Jain's fairness of the flows' throughputs, and the UDP streams' delivered rate and loss.
+Jain's fairness of the flows' throughputs, the UDP streams' delivered rate and loss, and,
+with a time series (`telemetry.sample_interval`), the bottleneck queue.
 The simulated run uses the Linux host profile (docs/hosts.md), the closest the simulator
 comes to the emulation's kernel TCP; both run the scenario as written."""
 
@@ -68,6 +69,20 @@ def figures(
     return out
 
 
+def queue_figures(queue_packets: np.ndarray, switch_ports: np.ndarray) -> dict[str, float]:
+    """Of a time series of every port's queue (samples x ports), the switch port whose
+    queue was longest on average (the bottleneck's): its mean and its p99 over the
+    samples, in packets. Both sides sample at the scenario's `sample_interval`."""
+    if not len(queue_packets) or not switch_ports.any():
+        return {}
+    at_switches = queue_packets[:, switch_ports].astype(np.float64)
+    busiest = at_switches[:, int(np.argmax(at_switches.mean(axis=0)))]
+    return {
+        "bottleneck_queue_mean_packets": float(busiest.mean()),
+        "bottleneck_queue_p99_packets": nearest_rank(np.sort(busiest), 0.99),
+    }
+
+
 def side_by_side(
     spec: Scenario, emulated: list[EmulatedRun], seeds: list[int], base: Path
 ) -> dict[str, dict]:
@@ -87,10 +102,19 @@ def side_by_side(
         sim = simulated_twin(spec, seed, base)
         drops = int(sim.ports()["drop_packets"].sum())
         simulated.append(figures(sim.flows(), drops, drops))
-    real = [
-        figures(run.flows, int(run.ports["drop_packets"].sum()), run.summary["packets_lost"])
-        for run in emulated
-    ]
+        samples = sim.samples()
+        if samples is not None:
+            simulated[-1].update(queue_figures(samples["queue_packets"], _switch_ports(sim)))
+    real = []
+    for run in emulated:
+        real.append(
+            figures(run.flows, int(run.ports["drop_packets"].sum()), run.summary["packets_lost"])
+        )
+        if run.timeseries is not None:
+            ports = len(run.ports["node"])
+            queue = run.timeseries["queue_packets"].reshape(-1, ports)
+            switch = np.array([role != "host" for role in run.ports["role"]])
+            real[-1].update(queue_figures(queue, switch))
     table = {}
     for key in dict.fromkeys([k for row in simulated + real for k in row]):
         a = np.array([row[key] for row in simulated if row.get(key) is not None], dtype=float)
@@ -109,3 +133,8 @@ def side_by_side(
             "emulated_values": b.tolist(),
         }
     return table
+
+
+def _switch_ports(sim: Simulation) -> np.ndarray:
+    kinds = sim.topology.nodes()["kind"]
+    return np.array([kinds[node] == "switch" for node in sim.ports()["node"]])

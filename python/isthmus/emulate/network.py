@@ -14,7 +14,6 @@ as in the simulator."""
 from __future__ import annotations
 
 import ipaddress
-import json
 from dataclasses import dataclass
 
 from isthmus.emulate.footprint import Footprint
@@ -27,6 +26,8 @@ MTU = 1500
 MIN_FRAME = 64
 NETEM_SPARE = 1000
 """Room in a delaying netem beyond what the link holds in flight."""
+QUEUE_HANDLE = "10:"
+"""The handle of every port's queue, the leaf qdisc (`LinkShape.qdiscs`)."""
 
 
 def host_mac(host: int) -> str:
@@ -108,7 +109,15 @@ class LinkShape:
             root = "2"
         commands.append([word.format(root=root) for word in rate])
         commands.append(
-            ["qdisc", "add", "parent", self.queue_parent, "handle", "10:", *self.queue.qdisc()]
+            [
+                "qdisc",
+                "add",
+                "parent",
+                self.queue_parent,
+                "handle",
+                QUEUE_HANDLE,
+                *self.queue.qdisc(),
+            ]
         )
         return commands
 
@@ -300,31 +309,6 @@ class EmulatedNetwork:
         if self.kinds[node] == "host":
             return self.host_interface(node, port), self.footprint.namespace(node)
         return self.footprint.interface(node, port), None
-
-    def egress(self, node: int, port: int) -> dict[str, int]:
-        """The kernel's counters of a port: bytes and packets each way, the packets its
-        queue (the leaf qdisc) dropped, and the packets its qdiscs still hold."""
-        device, namespace = self.device(node, port)
-        what = f"reading {device}'s counters"
-        link = json.loads(
-            command("ip", "-s", "-j", "link", "show", "dev", device, what=what, namespace=namespace)
-        )
-        stats = link[0]["stats64"]
-        qdiscs = json.loads(
-            command(
-                "tc", "-s", "-j", "qdisc", "show", "dev", device, what=what, namespace=namespace
-            )
-        )
-        parent = self.shapes[(node, port)].queue_parent
-        drops = sum(q.get("drops", 0) for q in qdiscs if q.get("parent") == parent)
-        return {
-            "tx_bytes": stats["tx"]["bytes"],
-            "tx_packets": stats["tx"]["packets"],
-            "rx_bytes": stats["rx"]["bytes"],
-            "rx_packets": stats["rx"]["packets"],
-            "drop_packets": drops,
-            "queued_packets": sum(q.get("qlen", 0) for q in qdiscs if q.get("root")),
-        }
 
     def _neighbours(self) -> None:
         """Every host learns every other host's MAC address (one `ip -batch` per host)."""

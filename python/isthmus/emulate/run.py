@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from isthmus import units
 from isthmus.control import ControlPlane
 from isthmus.emulate.footprint import Footprint
+from isthmus.emulate.kernel_ports import KernelPorts, Series
 from isthmus.emulate.network import EmulatedNetwork, LinkShape
 from isthmus.emulate.openflow import Channel
 from isthmus.emulate.ovs import OpenVSwitch
@@ -55,6 +56,9 @@ class EmulatedRun:
     up_s: float
     down_s: float
     summary: dict
+    timeseries: dict[str, np.ndarray] | None = None
+    """Every port's queue and counters at each sample (`telemetry.sample_interval`;
+    None without one), as the simulator's timeseries.parquet lays them out."""
 
 
 @contextlib.contextmanager
@@ -116,11 +120,19 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     ovs = OpenVSwitch(footprint)
     channel = Channel()
     traffic = Traffic(sim.flows(), plan.congestion_control, plan.datagrams, plan.mptcp_subflows)
+    kernel: KernelPorts | None = None
     try:
         ovs.start()
         network = EmulatedNetwork(sim.topology, footprint, ovs, plan.shapes, channel.address)
         network.up()
-        seam = OpenFlowSeam(sim.topology, network, channel, traffic, plan.rate_scale, sim.seed)
+        kernel = KernelPorts(network)
+        series = (
+            None if plan.sample_interval_ps is None else Series(kernel, plan.sample_interval_ps)
+        )
+        seam = OpenFlowSeam(
+            sim.topology, network, channel, traffic, plan.rate_scale, sim.seed,
+            kernel=kernel, series=series,
+        )  # fmt: skip
         if spec.control is not None:
             plane = spec.control.attach(seam)
         else:
@@ -146,10 +158,12 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
         elapsed_ps = seam.now
         traffic.await_senders()
         flows = traffic.table(seam.to_ps)
-        ports = _port_table(seam, network, ovs)
+        ports = _port_table(seam, ovs)
         send_errors = ovs.send_errors()
         down_started = time.monotonic()
     finally:
+        if kernel is not None:
+            kernel.close()
         traffic.stop()
         ovs.stop()
         channel.close()
@@ -162,7 +176,9 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     summary["datapath_send_errors_logged"] = send_errors
     summary["datagrams_refused_at_senders"] = traffic.refused
     summary["flow_errors"] = traffic.errors
-    return EmulatedRun(flows, ports, plane, all_finished, up_s, down_s, summary)
+    summary["sample_interval_ps"] = plan.sample_interval_ps
+    timeseries = None if series is None else series.table()
+    return EmulatedRun(flows, ports, plane, all_finished, up_s, down_s, summary, timeseries)
 
 
 MAX_SEND_BUFFER = (2**31 - 1) // 2
@@ -183,9 +199,7 @@ def _send_buffer(shapes: dict[tuple[int, int], LinkShape], kinds: list[str]) -> 
     return min(max(2 * room, 4 << 20), MAX_SEND_BUFFER)
 
 
-def _port_table(
-    seam: OpenFlowSeam, network: EmulatedNetwork, ovs: OpenVSwitch
-) -> dict[str, np.ndarray]:
+def _port_table(seam: OpenFlowSeam, ovs: OpenVSwitch) -> dict[str, np.ndarray]:
     """One row per port of every node, in the simulator's port order: a switch port's
     bytes and packets from OpenFlow's port counters, a host's from its kernel's; every
     port's `drop_packets`, its queue's count of packets it refused; and `lost_packets`,
@@ -202,39 +216,22 @@ def _port_table(
     of each of that switch's ports is NaN, not measured."""
     ovs.settle_flow_counts()
     handed = seam.handed_rows()
-    switches = seam.port_rows()
-    by_port = {
-        (int(n), int(p)): i
-        for i, (n, p) in enumerate(zip(switches["node"], switches["port"], strict=True))
-    }
-    counted = ("tx_bytes", "tx_packets", "rx_bytes", "rx_packets")
-    rows: dict[str, list[int]] = {
-        key: [] for key in ("node", "port", "peer_node", *counted, "drop_packets", "lost_packets")
-    }
-    for node, peers in enumerate(seam.ports.neighbours):
-        for port, peer in enumerate(peers):
-            kernel = network.egress(node, port)
-            row = by_port.get((node, port))
-            for key in counted:
-                rows[key].append(kernel[key] if row is None else int(switches[key][row]))
-            rows["node"].append(node)
-            rows["port"].append(port)
-            rows["peer_node"].append(peer)
-            rows["drop_packets"].append(kernel["drop_packets"])
-            if row is None:
-                rows["lost_packets"].append(kernel["drop_packets"])
-            elif node in seam.changed_switches:
-                rows["lost_packets"].append(math.nan)
-            else:
-                sent = kernel["tx_packets"] + kernel["queued_packets"]
-                rows["lost_packets"].append(handed.get((node, port), 0) - sent)
-    types = {
-        "node": np.uint32,
-        "port": np.uint16,
-        "peer_node": np.uint32,
-        "lost_packets": np.float64,
-    }
-    return {key: np.array(values, dtype=types.get(key, np.uint64)) for key, values in rows.items()}
+    rows = seam.port_rows()
+    assert seam.kernel is not None  # port_rows read it
+    kernel = seam.kernel.read()
+    lost = []
+    for row, node in enumerate(rows["node"].tolist()):
+        if seam.ports.kinds[node] != "switch":
+            lost.append(float(rows["drop_packets"][row]))
+        elif node in seam.changed_switches:
+            lost.append(math.nan)
+        else:
+            sent = int(kernel["tx_packets"][row]) + int(kernel["held_packets"][row])
+            lost.append(float(handed.get((node, int(rows["port"][row])), 0) - sent))
+    counted = ("node", "port", "peer_node", "tx_bytes", "tx_packets", "rx_bytes", "rx_packets")
+    table = {key: rows[key] for key in (*counted, "drop_packets")}
+    table["lost_packets"] = np.array(lost, dtype=np.float64)
+    return table
 
 
 def _run_tables(
@@ -301,7 +298,8 @@ def _measured_sum(values: np.ndarray) -> int | None:
 
 
 def write_run(run: EmulatedRun, out: Path) -> Path:
-    """The run folder: summary.json, flows.parquet and ports.parquet, assembled beside
+    """The run folder: summary.json, flows.parquet, ports.parquet and, with a time
+    series, timeseries.parquet, assembled beside
     it and renamed into place, so it is complete or absent."""
     if out.exists():
         raise FileExistsError(f"run folder {out} already exists")
@@ -310,6 +308,8 @@ def write_run(run: EmulatedRun, out: Path) -> Path:
     try:
         pq.write_table(pa.table(run.flows), partial / "flows.parquet")
         pq.write_table(pa.table(run.ports), partial / "ports.parquet")
+        if run.timeseries is not None:
+            pq.write_table(pa.table(run.timeseries), partial / "timeseries.parquet")
         (partial / "summary.json").write_text(json.dumps(run.summary, indent=2) + "\n")
         partial.rename(out)
     except BaseException:

@@ -38,6 +38,7 @@ from isthmus.control.events import REMOVAL_REASONS, EntryRemoved, Event, PacketI
 from isthmus.control.routing import next_hop_ports
 from isthmus.control.seam import ControlEvents, RunRequest, Seam
 from isthmus.emulate import crossings
+from isthmus.emulate.kernel_ports import KernelPorts, Series
 from isthmus.emulate.network import EmulatedNetwork, host_mac, host_of_mac, ofport
 from isthmus.emulate.openflow import Channel
 from isthmus.emulate.system import EmulationError
@@ -56,6 +57,12 @@ STATS_TIMEOUT_S = 5.0
 PROTOCOLS = {6: tcp.tcp, 17: udp.udp}
 TRANSPORT_MATCH = crossings.TRANSPORT_MATCH
 PS_PER_S = 10**12
+PORT_ROW_COLUMNS = (
+    "node", "port", "peer_node", "rate_bps", "tx_bytes", "tx_packets", "rx_bytes",
+    "rx_packets", "drop_packets", "queue_packets", "queue_bytes",
+)  # fmt: skip
+"""The columns of `port_rows`: the simulator's port table's that the emulation counts."""
+PORT_ROW_TYPES = {"node": np.uint32, "port": np.uint16, "peer_node": np.uint32}
 HAIRPIN_PRIORITY = 2
 """Above the counting entries of watched flows (1) in the egress table."""
 LOOP_WAKE_S = 0.02
@@ -76,8 +83,15 @@ class OpenFlowSeam(Seam):
         traffic: Traffic,
         rate_scale: float,
         seed: int,
+        *,
+        kernel: KernelPorts | None = None,
+        series: Series | None = None,
     ):
+        """`kernel`: the ports' own counters (hosts' rows and queues in `port_rows`);
+        `series`: the time series the run loop samples."""
         self.topology = topology
+        self.kernel = kernel
+        self.series = series
         self.seed = seed
         self.network = network
         self.channel = channel
@@ -470,8 +484,15 @@ class OpenFlowSeam(Seam):
                 if self._watches and now >= self._next_read:
                     batch += self._read_watches(list(self._watches))
                     self._next_read = now + crossings.POLL_PS
+                if self.series is not None and now >= self.series.next_ps:
+                    self.series.take(now)
                 next_due = min(
-                    [until, *(t[0] for t in self._timers[:1]), *(d[0] for d in self._delayed[:1])]
+                    [
+                        until,
+                        *(t[0] for t in self._timers[:1]),
+                        *(d[0] for d in self._delayed[:1]),
+                        *([self.series.next_ps] if self.series is not None else []),
+                    ]
                 )
                 # Flows also end by time passing (a UDP stream's grace): look again soon.
                 wait = min(max(0.0, (next_due - now) / PS_PER_S), LOOP_WAKE_S)
@@ -570,47 +591,43 @@ class OpenFlowSeam(Seam):
         return Unsupported(f"an emulated network cannot show its {what} yet")
 
     def port_rows(self, switch: int | None = None) -> dict[str, np.ndarray]:
-        """OpenFlow port counters of one switch, or of every switch, with each port's
-        emulated rate (`drop_packets`: what Open vSwitch counts as tx_dropped; the
-        run's port table takes each queue's drops from its qdisc)."""
-        switches = self._switches() if switch is None else [switch]
-        stats = self._statistics(
-            switches, lambda dp: parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY)
-        )
-        rows = []
-        for node, stat in stats:
-            # The bridge's own (LOCAL) port is no port of the scenario's.
-            if 1 <= stat.port_no <= len(self.ports.neighbours[node]):
-                port = stat.port_no - 1
-                rows.append(
-                    (
-                        node,
-                        port,
-                        self.ports.neighbours[node][port],
-                        self.network.shapes[(node, port)].rate_bps,
-                        stat.tx_bytes,
-                        stat.tx_packets,
-                        stat.rx_bytes,
-                        stat.rx_packets,
-                        stat.tx_dropped,
-                    )
-                )
-        rows.sort()
-        names = (
-            "node",
-            "port",
-            "peer_node",
-            "rate_bps",
-            "tx_bytes",
-            "tx_packets",
-            "rx_bytes",
-            "rx_packets",
-            "drop_packets",
-        )
-        types = (np.uint32, np.uint16, np.uint32, *[np.uint64] * 6)
+        """Every port of one node, or of every node, in the simulator's order: a switch
+        port's bytes and packets from OpenFlow's port counters, a host's from its
+        kernel; every port's emulated rate, and its queue (`queue_packets`,
+        `queue_bytes`) and the packets the queue refused (`drop_packets`) from its
+        qdisc, as the run's port table counts them."""
+        if self.kernel is None:
+            raise self.unsupported("port counters before its network is up")
+        kernel = self.kernel.read()
+        chosen = [
+            row for row, node in enumerate(self.kernel.nodes) if switch is None or node == switch
+        ]
+        wanted = {self.kernel.nodes[row] for row in chosen}
+        asked = [n for n in self._switches() if n in wanted]
+        openflow: dict[tuple[int, int], object] = {}
+        if asked:
+            stats = self._statistics(
+                asked, lambda dp: parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY)
+            )
+            for node, stat in stats:
+                # The bridge's own (LOCAL) port is no port of the scenario's.
+                if 1 <= stat.port_no <= len(self.ports.neighbours[node]):
+                    openflow[(node, stat.port_no - 1)] = stat
+        columns: dict[str, list[int]] = {key: [] for key in PORT_ROW_COLUMNS}
+        for row in chosen:
+            node, port = self.kernel.nodes[row], self.kernel.ports[row]
+            stat = openflow.get((node, port))
+            columns["node"].append(node)
+            columns["port"].append(port)
+            columns["peer_node"].append(self.ports.neighbours[node][port])
+            columns["rate_bps"].append(self.network.shapes[(node, port)].rate_bps)
+            for key in ("tx_bytes", "tx_packets", "rx_bytes", "rx_packets"):
+                columns[key].append(int(kernel[key][row] if stat is None else getattr(stat, key)))
+            for key in ("drop_packets", "queue_packets", "queue_bytes"):
+                columns[key].append(int(kernel[key][row]))
         return {
-            name: np.array([r[i] for r in rows], dtype=t)
-            for i, (name, t) in enumerate(zip(names, types, strict=True))
+            key: np.array(values, dtype=PORT_ROW_TYPES.get(key, np.uint64))
+            for key, values in columns.items()
         }
 
     def handed_rows(self) -> dict[tuple[int, int], int]:
