@@ -140,7 +140,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
             for node, kind in enumerate(seam.ports.kinds):
                 if kind == "switch":
                     plane.set_miss(node, "route")
-        seam.install_pipeline()
+        seam.install_pipeline(plan.routing)
         seam.connect(CONNECT_TIMEOUT_S)
         seam.prime_datapath()
         ovs.enlarge_send_buffer(_send_buffer(plan.shapes, seam.ports.kinds))

@@ -80,6 +80,8 @@ class Scope:
     delays_left_out_below_ps: int
     sample_interval_ps: int | None
     """How often every port is sampled for the time series (None: no series)."""
+    routing: str = "ecmp"
+    """The network's own routing: "ecmp" or "single_path"."""
 
 
 def scope(
@@ -99,9 +101,11 @@ def scope(
             raise ScenarioError(f"network.{key}: the emulation does not carry out {what} yet")
     if network.device_queue:
         raise ScenarioError("network.device_queue: the emulation's queue is one qdisc per port")
-    if network.routing != "ecmp":
+    if network.routing == "spray":
         raise ScenarioError(
-            f"network.routing: the emulation routes by ECMP only, not {network.routing!r}"
+            "network.routing: the emulation cannot spray: Open vSwitch chooses among a "
+            "group's ports by a hash of each packet's flow, never per packet; use ecmp "
+            "or single_path"
         )
     sample_interval_ps = None
     if spec.telemetry.sample_interval is not None:
@@ -140,6 +144,7 @@ def scope(
         rate_scale,
         ignore_delay_below_ps,
         sample_interval_ps,
+        network.routing,
     )
 
 

@@ -8,8 +8,9 @@ Each switch's tables, in the order a packet meets them:
   sends every packet on to table 1;
 - table 1 holds the programs' entries (cookie = entry id + 1) and the table-miss entry
   (priority 0): to table 2 ("route"), to the controller, or nothing ("drop");
-- table 2 is the network's own routing (`network.routing = "ecmp"`): per destination
-  host, a select group over the ports on its shortest paths; an entry with no action
+- table 2 is the network's own routing: per destination host, a select group over the
+  ports on its shortest paths (`network.routing = "ecmp"`), or, for "single_path", one
+  of those ports per pair of hosts, by an entry per pair; an entry with no action
   goes there too, as "default routing" does in the simulator;
 - table 3 sends the packet out: every output above puts its port in register 0 and
   goes to table 3, whose entry for that port sends it there and counts what the switch
@@ -20,6 +21,7 @@ A command this back-end cannot carry out is refused by name, never dropped."""
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import itertools
 import selectors
@@ -351,10 +353,12 @@ class OpenFlowSeam(Seam):
 
     # ---- routing -----------------------------------------------------------------------
 
-    def install_pipeline(self) -> None:
+    def install_pipeline(self, routing: str = "ecmp") -> None:
         """Every switch's tables but the programs': table 0 passing packets on, table 2
         routing per destination by a select group over its shortest paths' next hops
-        (the simulator's ECMP), and table 3 sending each packet out of the port its
+        (the simulator's ECMP; with `routing` "single_path", one of those next hops
+        per pair of hosts, as the simulator's single path: `single_path_port`), and
+        table 3 sending each packet out of the port its
         register names: one entry per port, counting what the switch handed that port
         (`handed_rows`), and one for a packet going back out of the port it came in by,
         which takes OpenFlow's IN_PORT (an output to a packet's own port is dropped)."""
@@ -377,6 +381,13 @@ class OpenFlowSeam(Seam):
             ))  # fmt: skip
             to_group = _apply([parser.OFPActionGroup(group)])
             self._add(switch, ROUTING_TABLE, 1, parser.OFPMatch(eth_dst=host_mac(host)), to_group)
+            if routing == "single_path" and len(hops) > 1:
+                for src in range(len(self.ports.host_node)):
+                    if src == host:
+                        continue
+                    port = single_path_port(hops, src, host, switch, self.seed)
+                    match = parser.OFPMatch(eth_src=host_mac(src), eth_dst=host_mac(host))
+                    self._add(switch, ROUTING_TABLE, 2, match, _apply(_output(port)))
 
     def connect(self, timeout: float) -> None:
         """Waits for every switch, then sends what waited for them, in order."""
@@ -727,6 +738,16 @@ class OpenFlowSeam(Seam):
             counters[node].append((stat.cookie, stat.packet_count, stat.byte_count))
         now = self.now
         return [event for s in switches for event in self._watches[s].update(counters[s], now)]
+
+
+def single_path_port(hops: list[int], src: int, dst: int, switch: int, seed: int) -> int:
+    """The one next hop a switch gives every packet from host `src` to host `dst` under
+    single-path routing: a hash of the pair salted per switch and run, so that pairs
+    spread over the paths and switches choose apart, as the simulator's
+    (`routing::choose`; the hash is not the engine's, so the paths chosen differ)."""
+    key = f"{seed}:{switch}:{src}:{dst}".encode()
+    draw = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big")
+    return hops[draw * len(hops) >> 64]
 
 
 def cookie(entry: int) -> int:
