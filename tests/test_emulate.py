@@ -108,9 +108,9 @@ def _scope(text: str, qdiscs=ALL_QDISCS, **kwargs):
         (
             scenario(
                 traffic='[[traffic]]\nkind = "incast"\nreceiver = 0\nsenders = 2\n'
-                'size = "10KB"\ntransport = "cubic"'
+                'size = "10KB"\ntransport = "dcqcn"'
             ),
-            "traffic[0]",
+            "traffic[0].transport",
         ),
         (scenario() + '[tcp]\nmin_rto = "1ms"\n', "tcp.min_rto"),
     ],
@@ -413,6 +413,40 @@ def test_single_path_routing_sends_every_flow_of_a_pair_over_one_spine(tmp_path)
     assert max(up) >= 8 * 300_000 and min(up) < 10_000, up
 
 
+INCAST_ROUNDS = """
+[[traffic]]
+kind = "incast"
+receiver = 0
+senders = 3
+size = "50KB"
+rounds = 5
+gap = "20ms"
+transport = "cubic"
+"""
+
+
+def test_incast_rounds_add_the_later_rounds_flows_and_start_each_round_after_the_last():
+    from isthmus.emulate.rounds import NOT_YET, plan_rounds
+
+    spec = parse_scenario(scenario(traffic=INCAST_ROUNDS))
+    sim = spec.build()
+    flows, rounds = plan_rounds(spec, sim)
+    senders = spec.traffic[0].senders_for(sim, 0)
+    # The simulation's first round and four more, each a flow from every sender.
+    assert len(flows["src"]) == 15 and len(sim.flows()["src"]) == 3
+    assert flows["src"].tolist() == senders * 5 and set(flows["dst"].tolist()) == {0}
+    assert (flows["start_ps"][3:] == NOT_YET).all() and (flows["start_ps"][:3] == 0).all()
+    # No two flows share their ports (the kernel would refuse the second connection).
+    assert len(set(zip(flows["src"].tolist(), flows["src_port"].tolist(), strict=True))) == 15
+    # A round starts once its last response is in, `gap` after it, and not before.
+    assert rounds.finished(0, 1_000) == ([], 1_000)
+    assert rounds.finished(2, 2_000) == ([], 2_000)
+    assert rounds.finished(1, 3_000) == ([3, 4, 5], 3_000 + 20_000_000)
+    for flow in (3, 4, 5, 6, 7, 8, 9, 10, 11):
+        rounds.finished(flow, 0)
+    assert [rounds.finished(flow, 0)[0] for flow in (12, 13, 14)] == [[], [], []]
+
+
 @needs_machine
 def test_no_flow_beats_its_link_rate():
     rate_bps, size = 20_000_000, 1_000_000
@@ -447,6 +481,25 @@ def _start_long_run(tmp_path: Path) -> tuple[subprocess.Popen, footprints.Footpr
         time.sleep(0.1)
     process.kill()
     raise AssertionError("the emulation did not come up within 60 s")
+
+
+@needs_machine
+def test_incast_rounds_run_one_after_another_from_the_same_senders():
+    spec = parse_scenario(scenario(traffic=INCAST_ROUNDS))
+    run = emulate(spec)
+    assert run.all_finished
+    flows = run.flows
+    senders = spec.traffic[0].senders_for(spec.build(), 0)
+    assert flows["src"].tolist() == senders * 5
+    assert int(flows["bytes_received"].sum()) == 15 * 50_000
+    starts = flows["start_ps"].reshape(5, 3) / 1e9
+    finishes = flows["finish_ps"].reshape(5, 3) / 1e9
+    # Each round starts 20 ms after the last response of the one before (and the
+    # request's way through the emulation's pipes, about a millisecond), every sender
+    # at once: here 10.1-10.2 ms after with a 10 ms gap, within 1 ms of each other.
+    waited = starts[1:].min(axis=1) - finishes[:-1].max(axis=1)
+    assert (waited >= 20).all() and (waited < 25).all(), waited
+    assert (starts[1:].max(axis=1) - starts[1:].min(axis=1) < 5).all(), starts
 
 
 @needs_machine

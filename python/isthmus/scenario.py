@@ -524,12 +524,16 @@ class IncastTraffic(Strict):
     start: Time = "0s"
     transport: Literal["tcp", "dctcp", "cubic", "dcqcn"] = "dctcp"
 
-    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
+    def senders_for(self, sim: Simulation, index: int) -> list[int]:
+        """The hosts that answer in every round: drawn from the run's seed and the
+        block's index, as for every pattern."""
         pattern = Incast(receiver=self.receiver, senders=self.senders)
-        senders = _core.pattern_senders(sim.topology._core, pattern.model_dump(), sim.seed, index)
+        return _core.pattern_senders(sim.topology._core, pattern.model_dump(), sim.seed, index)
+
+    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
         sim.add_incast(
             self.receiver,
-            senders,
+            self.senders_for(sim, index),
             self.size,
             rounds=self.rounds,
             gap=self.gap,

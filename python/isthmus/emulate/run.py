@@ -27,6 +27,7 @@ from isthmus.emulate.kernel_ports import KernelPorts, Series
 from isthmus.emulate.network import EmulatedNetwork, LinkShape
 from isthmus.emulate.openflow import Channel
 from isthmus.emulate.ovs import OpenVSwitch
+from isthmus.emulate.rounds import plan_rounds
 from isthmus.emulate.scope import scope
 from isthmus.emulate.seam import OpenFlowSeam
 from isthmus.emulate.system import EmulationError, capabilities, check_machine
@@ -119,7 +120,10 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     started = time.monotonic()
     ovs = OpenVSwitch(footprint)
     channel = Channel()
-    traffic = Traffic(sim.flows(), plan.congestion_control, plan.datagrams, plan.mptcp_subflows)
+    flows, rounds = plan_rounds(spec, sim)
+    traffic = Traffic(
+        flows, plan.congestion_control, plan.datagrams, plan.mptcp_subflows, rounds=rounds
+    )
     kernel: KernelPorts | None = None
     try:
         ovs.start()

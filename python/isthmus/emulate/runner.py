@@ -11,7 +11,8 @@ CLOCK_MONOTONIC nanoseconds, one clock for every namespace. Once it listens it s
 `ready` and waits for the common start time on stdin (so that every host starts on one
 clock); flows start at their offsets from it. It stops when the emulation says so
 (SIGTERM, or the end of its stdin), never by itself; in between, each line on its
-stdin is a command to its senders (`pace`, `hold`, `release`).
+stdin is a command to its senders (`pace`, `hold`, `release`, `start`: when a flow with
+no start time, an incast round's, starts).
 
 Standard library only: it starts in every host, and quickly."""
 
@@ -45,6 +46,10 @@ _sockets: dict[int, socket.socket] = {}
 """This host's TCP flows' sockets, once open."""
 _gates: dict[int, threading.Event] = {}
 """Each TCP flow of this host's gate: cleared while the controller holds the flow."""
+_starts: dict[int, threading.Event] = {}
+"""Each flow that starts when told (an incast round's): set once it is."""
+_start_at: dict[int, int] = {}
+"""When each flow told to start starts (CLOCK_MONOTONIC ns)."""
 SO_MAX_PACING_RATE = 47  # Linux's
 UNPACED = 0xFFFFFFFF  # SO_MAX_PACING_RATE's "no limit"
 TCP_INFO_COUNTS = {
@@ -160,10 +165,21 @@ def _wait_until(start_ns: int) -> bool:
     return not (delay > 0 and _stop.wait(delay))
 
 
+def _wait_for_start(flow: int) -> bool:
+    """Waits until the emulation says when flow `flow` starts (its round is due), then
+    until then; False if told to stop first."""
+    told = _starts.setdefault(flow, threading.Event())
+    while not told.wait(POLL_S):
+        if _stop.is_set():
+            return False
+    return _wait_until(_start_at[flow])
+
+
 def send(
-    flow: int, dst: str, src_port: int, dst_port: int, size: int, start_ns: int, cc: str
+    flow: int, dst: str, src_port: int, dst_port: int, size: int, start_ns: int | None, cc: str
 ) -> None:
-    if not _wait_until(start_ns):
+    """Flow `flow`'s sending, from `start_ns` (None: when the emulation says, `start`)."""
+    if not (_wait_until(start_ns) if start_ns is not None else _wait_for_start(flow)):
         return
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, _protocol)
     error, sent, counts = None, 0, {}
@@ -265,7 +281,8 @@ def _open_gate() -> threading.Event:
 def command(line: str) -> None:
     """Carries out one of the controller's commands to this host's senders: `pace`
     (a TCP flow's rate in bytes/s through the kernel's pacing, None: unpaced), `hold`
-    and `release` (no new data from a flow, and new data again)."""
+    and `release` (no new data from a flow, and new data again), and `start` (when a
+    flow that waits to be told starts: an incast round's)."""
     order = json.loads(line)
     flow = order["flow"]
     if order["kind"] == "pace":
@@ -280,6 +297,9 @@ def command(line: str) -> None:
         _gates.setdefault(flow, _open_gate()).clear()
     elif order["kind"] == "release":
         _gates.setdefault(flow, _open_gate()).set()
+    elif order["kind"] == "start":
+        _start_at[flow] = order["at_ns"]
+        _starts.setdefault(flow, threading.Event()).set()
     else:
         report(kind="error", flow=flow, error=f"unknown command {order!r}")
 
@@ -347,7 +367,9 @@ def run(plan_path: str) -> None:
         return
     senders = [
         threading.Thread(
-            target=send, args=(flow, dst, sport, dport, size, start + offset, cc), daemon=True
+            target=send,
+            args=(flow, dst, sport, dport, size, None if offset is None else start + offset, cc),
+            daemon=True,
         )
         for flow, dst, sport, dport, size, offset, cc in plan["outgoing"]
     ]

@@ -15,6 +15,7 @@ from isthmus.emulate.traffic import KERNEL_CONGESTION_CONTROL, Datagrams
 from isthmus.scenario import (
     FlowList,
     Flows,
+    IncastTraffic,
     Network,
     PoissonFlows,
     Scenario,
@@ -132,10 +133,15 @@ def scope(
             f"tcp.{keys}: emulated hosts run their kernel's TCP, whose settings the "
             "emulation does not change"
         )
-    if len(sim.flows()["src"]) > MAX_FLOWS:
-        raise ScenarioError(
-            f"traffic: {len(sim.flows()['src'])} flows; the emulation runs at most {MAX_FLOWS}"
-        )
+    # The simulation holds an incast's first round; the emulation adds the rest.
+    later_rounds = sum(
+        block.senders * (block.rounds - 1)
+        for block in spec.traffic
+        if isinstance(block, IncastTraffic)
+    )
+    flows = len(sim.flows()["src"]) + later_rounds
+    if flows > MAX_FLOWS:
+        raise ScenarioError(f"traffic: {flows} flows; the emulation runs at most {MAX_FLOWS}")
     return Scope(
         _shapes(spec, sim, capabilities, rate_scale, ignore_delay_below_ps),
         KERNEL_CONGESTION_CONTROL["tcp"] if mptcp else congestion_control,
@@ -236,10 +242,10 @@ def _congestion_control(spec: Scenario, capabilities: Capabilities) -> str | Non
                     f"traffic[{i}].packet_size: an emulated link carries packets of at most {MTU} B"
                 )
             continue
-        if not isinstance(block, Flows | PoissonFlows | FlowList):
+        if not isinstance(block, Flows | PoissonFlows | FlowList | IncastTraffic):
             raise ScenarioError(
-                f"traffic[{i}]: the emulation runs flows, poisson_flows, flow_list and udp "
-                f"traffic, not {block.kind} yet"
+                f"traffic[{i}]: the emulation runs flows, poisson_flows, flow_list, incast "
+                f"and udp traffic, not {block.kind} yet"
             )
         if isinstance(block, Flows) and block.duration is not None:
             raise ScenarioError(

@@ -20,6 +20,7 @@ import numpy as np
 from isthmus.control.events import Event, FlowArrival, FlowFinished
 from isthmus.emulate.footprint import Footprint
 from isthmus.emulate.network import EmulatedNetwork, host_ip
+from isthmus.emulate.rounds import NOT_YET, Rounds
 from isthmus.emulate.system import EmulationError, command
 
 RUNNER = Path(__file__).with_name("runner.py")
@@ -92,6 +93,8 @@ class Traffic:
     """The UDP flows' sending, by flow id (every other flow is TCP)."""
     mptcp_subflows: int | None = None
     """Subflows of each TCP flow when they are MPTCP connections (None: plain TCP)."""
+    rounds: Rounds = field(default_factory=lambda: Rounds([]))
+    """Incast rounds: the flows that start when their round is due (`rounds`)."""
     records: list[FlowRecord] = field(default_factory=list)
     start_ns: int = 0
     _runners: dict[int, subprocess.Popen] = field(default_factory=dict)
@@ -147,8 +150,9 @@ class Traffic:
                 )  # fmt: skip
                 continue
             plans[dst]["incoming"].append([flow, host_ip(src), sport, dport, size])
+            offset = None if start_ps == NOT_YET else start_ps // 1000
             plans[src]["outgoing"].append(
-                [flow, host_ip(dst), sport, dport, size, start_ps // 1000, self.congestion_control]
+                [flow, host_ip(dst), sport, dport, size, offset, self.congestion_control]
             )
         return plans
 
@@ -323,6 +327,9 @@ class Traffic:
             if record.bytes_received < int(self.flows["size_bytes"][flow]):
                 # The connection closed short of the flow's size: it did not finish.
                 return []
+            following, at_ns = self.rounds.finished(flow, record.finished_ns)
+            for next_flow in following:
+                self.order(next_flow, kind="start", at_ns=at_ns)
             return [FlowFinished(to_ps(record.finished_ns), flow)]
         raise EmulationError(
             f"a traffic runner reported {report}, which this version does not know"
