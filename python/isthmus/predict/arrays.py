@@ -58,9 +58,8 @@ def matrix(values: object, field: str, *, columns: int | None = None) -> np.ndar
             f"{field} has {data.shape[1]} variables per timestep but the model was fitted "
             f"on {columns}; give rows of {columns} values"
         )
-    bad = np.argwhere(~np.isfinite(data))
-    if len(bad):
-        row, col = bad[0]
+    if not np.isfinite(data).all():
+        row, col = np.argwhere(~np.isfinite(data))[0]
         raise ValueError(
             f"{field}: row {row} column {col} is {data[row, col]}; "
             "fill or drop missing and infinite values first"

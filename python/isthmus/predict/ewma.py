@@ -88,3 +88,19 @@ class Ewma(UnivariateForecaster):
 
     def _new_model(self) -> EwmaModel:
         return EwmaModel(self.alpha)
+
+    def _observe(self, rows: np.ndarray) -> None:
+        # Every target's level at once: the same arithmetic as each model's observe(),
+        # element by element, without a Python call per target and row.
+        models = self.per_target
+        alphas = np.array([model.alpha for model in models])
+        levels = np.array([model.level for model in models])
+        for row in rows[:, self.targets]:
+            levels += alphas * (row - levels)
+        for model, level in zip(models, levels.tolist(), strict=True):
+            model.level = level
+
+    def _forecast(self, lead: int, horizon: int) -> np.ndarray:
+        # Every step ahead is each target's level: one (horizon × targets) array.
+        levels = np.array([model.level for model in self.per_target])
+        return np.repeat(levels[None, :], horizon, axis=0)

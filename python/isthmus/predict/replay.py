@@ -66,20 +66,30 @@ class ReplayDB:
                 f"snapshot must be one row of {len(self.columns)} values, got {len(row)} "
                 "rows; use extend(times, snapshots) for several"
             )
-        self.extend([time], row)
+        stamp = float(time)
+        newest = self._times[(self._start + self._count - 1) % self.capacity]
+        if not (np.isfinite(stamp) and (not self._count or stamp > newest)):
+            self._check_times(np.array([stamp]), rows=1)  # raises, saying what is wrong
+        self._put(stamp, row[0])
 
     def extend(self, times: object, snapshots: object) -> None:
         """Store snapshots (rows × columns) taken at increasing `times`."""
         stamps = np.asarray(times, dtype=np.float64).reshape(-1)
         rows = matrix(snapshots, "snapshots", columns=len(self.columns))
-        if len(stamps) != len(rows):
+        self._check_times(stamps, len(rows))
+        for stamp, row in zip(stamps, rows, strict=True):
+            self._put(stamp, row)
+
+    def _check_times(self, stamps: np.ndarray, rows: int) -> None:
+        """Refuses times that are not one per row, finite, each after the one before."""
+        if len(stamps) != rows:
             raise ValueError(
-                f"times has {len(stamps)} entries but snapshots has {len(rows)} rows; "
+                f"times has {len(stamps)} entries but snapshots has {rows} rows; "
                 "give one time per snapshot"
             )
         if not np.all(np.isfinite(stamps)):
             raise ValueError("times must be finite numbers; drop snapshots without a time")
-        newest = self.times[-1:] if self._count else np.array([-np.inf])
+        newest = self._times[self._slots(1)] if self._count else np.array([-np.inf])
         previous = np.concatenate([newest, stamps[:-1]])
         late = np.flatnonzero(stamps <= previous)
         if len(late):
@@ -89,18 +99,24 @@ class ReplayDB:
                 f"{stamps[i]:g} is not after the previous time {previous[i]:g}; "
                 "add snapshots in strictly increasing time order"
             )
-        for stamp, row in zip(stamps, rows, strict=True):
-            slot = (self._start + self._count) % self.capacity
-            if self.full:
-                self._start = (self._start + 1) % self.capacity  # drop the oldest
-            else:
-                self._count += 1
-            self._times[slot] = stamp
-            self._values[slot] = row
+
+    def _put(self, stamp: float, row: np.ndarray) -> None:
+        slot = (self._start + self._count) % self.capacity
+        if self.full:
+            self._start = (self._start + 1) % self.capacity  # drop the oldest
+        else:
+            self._count += 1
+        self._times[slot] = stamp
+        self._values[slot] = row
+
+    def _slots(self, m: int) -> np.ndarray:
+        """The slots of the newest `m` snapshots (all, if fewer are stored), oldest
+        first."""
+        first = self._count - min(m, self._count)
+        return (self._start + np.arange(first, self._count)) % self.capacity
 
     def _ordered(self, array: np.ndarray) -> np.ndarray:
-        slots = (self._start + np.arange(self._count)) % self.capacity
-        return array[slots]
+        return array[self._slots(self._count)]
 
     @property
     def times(self) -> np.ndarray:
@@ -115,7 +131,7 @@ class ReplayDB:
     def latest(self, m: int) -> np.ndarray:
         """The newest m snapshots, oldest first; all of them while fewer are stored."""
         whole(m, "m", minimum=1, example=1000)
-        return self.values[-m:]
+        return self._values[self._slots(m)]
 
     def split(self, fractions: tuple[float, float, float] = DIOLKOS_SPLIT) -> Segments:
         """Test, train and validation rows in time order (Diolkos: 20/60/20)."""

@@ -264,6 +264,8 @@ class Diolkos(SwitchAgent):
     def _move_flows(self, scores: np.ndarray, idle: np.ndarray) -> None:
         flows = self.switch.flows()
         active = flows["last_ps"] >= self.now - self.round_steps * self.period
+        if not active.any():  # nothing to move (and no draw: the stream stays as it is)
+            return
         dst = flows["dst"][active].astype(np.int64)
         in_port = flows["in_port"][active].astype(np.int64)
         current = flows["out_port"][active].astype(np.int64)
