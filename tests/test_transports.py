@@ -211,6 +211,19 @@ def test_bcn_predictions_are_checked():
         controller.set_bcn_predictions({("s", 2): []})
     with pytest.raises(ValueError, match="finite, non-negative"):
         controller.set_bcn_predictions({("s", 2): [float("nan")]})
+    # By node number too, the form a program predicting every port sends in bulk.
+    s = sim.node_index("s")
+    for bad in ([float("nan")], [float("inf")], [-1.0], [1.0, -0.5]):
+        with pytest.raises(ValueError, match=rf"predictions\[\({s}, 2\)\]\[\d\]: .*finite"):
+            controller.set_bcn_predictions({(s, 2): bad})
+    with pytest.raises(ValueError, match="at least one value"):
+        controller.set_bcn_predictions({(s, 2): []})
+    with pytest.raises(ValueError, match="predictions' port"):
+        controller.set_bcn_predictions({(s, 99): [1.0]})
+    with pytest.raises(ValueError, match="predictions' switch must be a node name or number"):
+        controller.set_bcn_predictions({(True, 2): [1.0]})
+    # NumPy numbers are numbers (taken through the full check).
+    controller.set_bcn_predictions({(np.int64(s), 2): [np.float64(3.0), 4]})
     plain = ControlPlane(
         Simulation(Topology.custom(["a", "b"], ["s"], [("a", "s", Link()), ("s", "b", Link())]))
     )

@@ -3,6 +3,7 @@ numbers them and control programs see them."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +30,16 @@ class PortMap:
         for a, b in zip(links["a"].tolist(), links["b"].tolist(), strict=True):
             self.neighbours[a].append(b)
             self.neighbours[b].append(a)
+
+    @functools.cached_property
+    def switch_ports(self) -> frozenset[tuple[int, int]]:
+        """Every (switch node, local port), by number."""
+        return frozenset(
+            (node, port)
+            for node, kind in enumerate(self.kinds)
+            if kind == "switch"
+            for port in range(len(self.neighbours[node]))
+        )
 
     def node(self, node: int | str, name: str = "node") -> int:
         """The index of `node` (a name or a node number); `name` is the argument it came

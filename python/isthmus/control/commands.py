@@ -345,13 +345,31 @@ class SetBcnPredictions(Command):
                 f"got {arguments.shown(predictions)}"
             )
         points: dict[tuple[int | str, int], Sequence[float] | None] = {}
+        known = net.switch_ports
         for key, values in predictions.items():
-            if not isinstance(key, tuple) or len(key) != 2:
+            # A program predicting every port each poll sends thousands of values: the
+            # common forms (a (node, port) pair of ints, a list of floats) pass on a
+            # quick look; anything else gets the full check and its message.
+            if (
+                type(key) is tuple
+                and len(key) == 2
+                and type(key[0]) is int
+                and type(key[1]) is int
+                and key in known
+            ):
+                node, port = key
+                if type(values) is list and all(
+                    type(v) is float and 0.0 <= v < math.inf for v in values
+                ):
+                    points[key] = list(values)
+                    continue
+            elif not isinstance(key, tuple) or len(key) != 2:
                 raise ValueError(
                     f"predictions: each key is a (switch, port) pair, got {arguments.shown(key)}"
                 )
-            node = switch_node(net, key[0], "predictions' switch")
-            port = local_port(net, node, key[1], "predictions' port")
+            else:
+                node = switch_node(net, key[0], "predictions' switch")
+                port = local_port(net, node, key[1], "predictions' port")
             if values is not None:
                 if isinstance(values, str | bytes) or not hasattr(values, "__iter__"):
                     raise ValueError(
