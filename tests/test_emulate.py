@@ -167,6 +167,30 @@ def test_a_time_series_is_sampled_no_more_often_than_every_5_ms():
         _scope(scenario() + '[telemetry]\nsample_interval = "4ms"\n')
 
 
+TIMED = """
+[[traffic]]
+kind = "flows"
+pattern = "permutation"
+arrivals = { kind = "batch" }
+duration = "300ms"
+write_size = "64KiB"
+stop = "1ms"
+transport = "cubic"
+"""
+
+
+def test_timed_sources_are_the_flows_whose_size_is_not_known_yet():
+    plan = _scope(scenario(traffic=TIMED))
+    assert sorted(plan.timed) == [0, 1, 2, 3]
+    assert {(t.duration_ps, t.write_size) for t in plan.timed.values()} == {
+        (300_000_000_000, 65_536)
+    }
+    # Beside flows of a size, only the timed ones are.
+    sized = TIMED.replace('duration = "300ms"\nwrite_size = "64KiB"', 'sizes = "websearch"')
+    mixed = _scope(scenario(traffic=sized + TIMED))
+    assert sorted(mixed.timed) == [4, 5, 6, 7]
+
+
 def test_a_link_delay_needs_netem_unless_a_stated_bound_leaves_it_out():
     text = scenario(delay="50us")
     with pytest.raises(ScenarioError, match="no 'netem' qdisc"):
@@ -500,6 +524,22 @@ def test_incast_rounds_run_one_after_another_from_the_same_senders():
     waited = starts[1:].min(axis=1) - finishes[:-1].max(axis=1)
     assert (waited >= 20).all() and (waited < 25).all(), waited
     assert (starts[1:].max(axis=1) - starts[1:].min(axis=1) < 5).all(), starts
+
+
+@needs_machine
+def test_a_timed_source_sends_for_its_duration_and_its_size_is_what_arrived():
+    run = emulate(parse_scenario(scenario(traffic=TIMED, rate="50Mbps")))
+    assert run.all_finished
+    flows = run.flows
+    fct_s = (flows["finish_ps"] - flows["start_ps"]) / 1e12
+    # Each wrote for 0.3 s and then finished with what it wrote; over a 50 Mb/s path
+    # of its own, or shared at worst two ways, that is between 0.5 and 2 MB.
+    assert (fct_s >= 0.3).all() and (fct_s < 0.6).all(), fct_s
+    assert (flows["size_bytes"] == flows["bytes_received"]).all()
+    assert (flows["bytes_received"] > 0.3 * 50e6 / 8 / 2 * 0.8).all()
+    assert (flows["bytes_received"] <= 0.6 * 50e6 / 8).all()
+    # Whole writes: what arrived is a multiple of the write size.
+    assert (flows["bytes_received"] % 65_536 == 0).all()
 
 
 @needs_machine

@@ -484,8 +484,10 @@ class Flows(Strict):
                 raise ValueError(f"timed sources run tcp or dctcp, not {self.transport}")
         return self
 
-    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
-        flows = generate_flows(
+    def generated(self, sim: Simulation, index: int, base: Path) -> dict[str, np.ndarray]:
+        """The block's flows as drawn for `sim` (its seed; `index`, the block's stream):
+        src, dst, size_bytes and start_ps (a timed source's size is not drawn)."""
+        return generate_flows(
             sim.topology,
             pattern=self.pattern,
             arrivals=self.arrivals,
@@ -496,6 +498,9 @@ class Flows(Strict):
             stream=index,
             base=base,
         )
+
+    def add_to(self, sim: Simulation, index: int, base: Path) -> None:
+        flows = self.generated(sim, index, base)
         if self.duration is None:
             add_flows(sim, flows, self.transport)
             return

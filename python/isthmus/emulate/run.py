@@ -110,7 +110,10 @@ def emulate(
             probe = f"{footprint.namespace(0)}-probe"
             footprint.add_namespace(probe)
             machine = capabilities(probe)
-            plan = scope(spec, sim, machine, rate_scale=rate_scale, ignore_delay_below_ps=threshold)
+            plan = scope(
+                spec, sim, machine,
+                rate_scale=rate_scale, ignore_delay_below_ps=threshold, base=base,
+            )  # fmt: skip
             return _run(spec, sim, plan, footprint, on_progress, before_run)
         finally:
             footprint.remove()
@@ -122,8 +125,9 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     channel = Channel()
     flows, rounds = plan_rounds(spec, sim)
     traffic = Traffic(
-        flows, plan.congestion_control, plan.datagrams, plan.mptcp_subflows, rounds=rounds
-    )
+        flows, plan.congestion_control, plan.datagrams, plan.mptcp_subflows,
+        rounds=rounds, timed=plan.timed,
+    )  # fmt: skip
     kernel: KernelPorts | None = None
     try:
         ovs.start()

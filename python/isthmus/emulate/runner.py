@@ -176,9 +176,19 @@ def _wait_for_start(flow: int) -> bool:
 
 
 def send(
-    flow: int, dst: str, src_port: int, dst_port: int, size: int, start_ns: int | None, cc: str
+    flow: int,
+    dst: str,
+    src_port: int,
+    dst_port: int,
+    size: int,
+    start_ns: int | None,
+    cc: str,
+    duration_ns: int | None = None,
+    write_size: int | None = None,
 ) -> None:
-    """Flow `flow`'s sending, from `start_ns` (None: when the emulation says, `start`)."""
+    """Flow `flow`'s sending, from `start_ns` (None: when the emulation says, `start`):
+    `size` bytes, or for a timed source writes of `write_size` until `duration_ns` has
+    passed since it started (iperf's way: a write begun goes out whole)."""
     if not (_wait_until(start_ns) if start_ns is not None else _wait_for_start(flow)):
         return
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, _protocol)
@@ -194,12 +204,17 @@ def send(
             if flow in _pacing:
                 _set_pacing(sock, _pacing[flow])
         sock.bind(("0.0.0.0", src_port))
+        started = time.monotonic_ns()
         sock.connect((dst, dst_port))
-        left = size
+        left = size if duration_ns is None or write_size is None else write_size
         while left > 0:
             gate.wait()  # held: no new data until released
-            left -= sock.send(CHUNK[: min(left, len(CHUNK), HELD_CHUNK)])
-            sent = size - left
+            wrote = sock.send(CHUNK[: min(left, len(CHUNK), HELD_CHUNK)])
+            left -= wrote
+            sent += wrote
+            timed = duration_ns is not None and write_size is not None
+            if left == 0 and timed and time.monotonic_ns() - started < duration_ns:
+                left = write_size  # the next write: its time is not up
         if _protocol == IPPROTO_MPTCP:
             # The subflows open as the last data goes: the first and those added.
             counts["subflows"] = sock.getsockopt(SOL_MPTCP, MPTCP_INFO, 1)[0] + 1
@@ -368,10 +383,20 @@ def run(plan_path: str) -> None:
     senders = [
         threading.Thread(
             target=send,
-            args=(flow, dst, sport, dport, size, None if offset is None else start + offset, cc),
+            args=(
+                flow,
+                dst,
+                sport,
+                dport,
+                size,
+                None if offset is None else start + offset,
+                cc,
+                duration,
+                write_size,
+            ),
             daemon=True,
-        )
-        for flow, dst, sport, dport, size, offset, cc in plan["outgoing"]
+        )  # fmt: skip
+        for flow, dst, sport, dport, size, offset, cc, duration, write_size in plan["outgoing"]
     ]
     senders += [
         threading.Thread(

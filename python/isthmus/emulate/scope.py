@@ -5,13 +5,14 @@ cannot: on this machine (a qdisc or congestion control the kernel lacks) or at a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from isthmus import units
 from isthmus.emulate.network import MTU, LinkShape, Queue
 from isthmus.emulate.system import Capabilities
-from isthmus.emulate.traffic import KERNEL_CONGESTION_CONTROL, Datagrams
+from isthmus.emulate.traffic import KERNEL_CONGESTION_CONTROL, Datagrams, TimedSource
 from isthmus.scenario import (
     FlowList,
     Flows,
@@ -37,6 +38,9 @@ MIN_SAMPLE_INTERVAL_PS = 5 * 10**9
 """5 ms: one sample of every port of a k=4 fat-tree (96 ports, 17 namespaces) takes
 about 2.3 ms here over netlink (`kernel_ports`), in the same loop that serves the
 controller."""
+UNKNOWN_SIZE = (1 << 64) // 4 - 1
+"""The size the engine gives a timed source until its time is up (u64::MAX / 4,
+`Engine::add_timed_tcp_flow`)."""
 MAX_FLOWS = 20_000
 """Each flow is a thread of its host's runner and a port of its own."""
 
@@ -77,6 +81,8 @@ class Scope:
     """Subflows of each connection when the TCP flows are MPTCP (None: plain TCP)."""
     datagrams: dict[int, Datagrams]
     """The UDP flows' sending, by flow id."""
+    timed: dict[int, TimedSource]
+    """The timed (iperf-like) TCP sources, by flow id."""
     rate_scale: float
     delays_left_out_below_ps: int
     sample_interval_ps: int | None
@@ -92,6 +98,7 @@ def scope(
     *,
     rate_scale: float,
     ignore_delay_below_ps: int,
+    base: Path = Path("."),
 ) -> Scope:
     """What the emulation runs of `spec` (built as `sim`), or a ScenarioError naming the
     first field it cannot carry out and what to do."""
@@ -147,6 +154,7 @@ def scope(
         KERNEL_CONGESTION_CONTROL["tcp"] if mptcp else congestion_control,
         mptcp,
         _datagrams(spec, sim, rate_scale),
+        _timed(spec, sim, base),
         rate_scale,
         ignore_delay_below_ps,
         sample_interval_ps,
@@ -207,6 +215,25 @@ def _datagrams(spec: Scenario, sim: Simulation, rate_scale: float) -> dict[int, 
     return datagrams
 
 
+def _timed(spec: Scenario, sim: Simulation, base: Path) -> dict[int, TimedSource]:
+    """Each timed source's sending. The blocks add their flows in order, so the timed
+    flows in id order (those whose size the engine does not know yet) are the timed
+    blocks' flows, block by block, each block's as it draws them."""
+    flows = sim.flows()
+    unknown = iter(np.flatnonzero(flows["size_bytes"] == UNKNOWN_SIZE).tolist())
+    timed = {}
+    for i, block in enumerate(spec.traffic):
+        if not isinstance(block, Flows) or block.duration is None:
+            continue
+        source = TimedSource(units.time_ps(block.duration), units.size_bytes(block.write_size))
+        drawn = block.generated(sim, i, base)
+        for src, dst in zip(drawn["src"].tolist(), drawn["dst"].tolist(), strict=True):
+            flow = next(unknown)
+            assert (int(flows["src"][flow]), int(flows["dst"][flow])) == (src, dst)
+            timed[flow] = source
+    return timed
+
+
 def _mptcp_subflows(spec: Scenario, capabilities: Capabilities) -> int:
     """The subflows of each MPTCP connection, once the machine and the scenario allow
     MPTCP: the kernel's own MPTCP, its path manager opening the extra subflows to ports
@@ -246,10 +273,6 @@ def _congestion_control(spec: Scenario, capabilities: Capabilities) -> str | Non
             raise ScenarioError(
                 f"traffic[{i}]: the emulation runs flows, poisson_flows, flow_list, incast "
                 f"and udp traffic, not {block.kind} yet"
-            )
-        if isinstance(block, Flows) and block.duration is not None:
-            raise ScenarioError(
-                f"traffic[{i}].duration: the emulation runs flows of a size, not timed sources, yet"
             )
         if block.transport not in (*KERNEL_CONGESTION_CONTROL, MPTCP):
             raise ScenarioError(

@@ -358,10 +358,10 @@ class OpenFlowSeam(Seam):
         routing per destination by a select group over its shortest paths' next hops
         (the simulator's ECMP; with `routing` "single_path", one of those next hops
         per pair of hosts, as the simulator's single path: `single_path_port`), and
-        table 3 sending each packet out of the port its
-        register names: one entry per port, counting what the switch handed that port
-        (`handed_rows`), and one for a packet going back out of the port it came in by,
-        which takes OpenFlow's IN_PORT (an output to a packet's own port is dropped)."""
+        table 3 sending each packet out of the port its register names: one entry per
+        port, counting what the switch handed that port (`handed_rows`), and one for a
+        packet going back out of the port it came in by, which takes OpenFlow's
+        IN_PORT (an output to a packet's own port is dropped)."""
         back = _apply([parser.OFPActionOutput(ofp.OFPP_IN_PORT)])
         for switch in self._switches():
             self._add(switch, WATCH_TABLE, 0, parser.OFPMatch(), _ONWARD)

@@ -82,6 +82,15 @@ class Datagrams:
         return self.packet_bytes - IP_UDP_HEADER_BYTES
 
 
+@dataclass(frozen=True)
+class TimedSource:
+    """An iperf-like TCP flow: writes of `write_size` bytes, as fast as the socket takes
+    them, for `duration_ps` from its start; its size is what it wrote."""
+
+    duration_ps: int
+    write_size: int
+
+
 @dataclass
 class Traffic:
     """The flows (the simulation's flow table: src, dst, src_port, dst_port,
@@ -95,6 +104,8 @@ class Traffic:
     """Subflows of each TCP flow when they are MPTCP connections (None: plain TCP)."""
     rounds: Rounds = field(default_factory=lambda: Rounds([]))
     """Incast rounds: the flows that start when their round is due (`rounds`)."""
+    timed: dict[int, TimedSource] = field(default_factory=dict)
+    """The timed sources, by flow id (their size in `flows` is the engine's unknown)."""
     records: list[FlowRecord] = field(default_factory=list)
     start_ns: int = 0
     _runners: dict[int, subprocess.Popen] = field(default_factory=dict)
@@ -113,10 +124,8 @@ class Traffic:
         return sum(
             (r.sent_ns is None or now - r.sent_ns < DATAGRAM_GRACE_NS)
             if flow in self.datagrams
-            else (r.finished_ns is None or r.bytes_received < int(size))
-            for flow, (r, size) in enumerate(
-                zip(self.records, self.flows["size_bytes"], strict=True)
-            )
+            else self._finish(flow) is None
+            for flow, r in enumerate(self.records)
         )
 
     @property
@@ -151,9 +160,12 @@ class Traffic:
                 continue
             plans[dst]["incoming"].append([flow, host_ip(src), sport, dport, size])
             offset = None if start_ps == NOT_YET else start_ps // 1000
+            timed = self.timed.get(flow)
             plans[src]["outgoing"].append(
-                [flow, host_ip(dst), sport, dport, size, offset, self.congestion_control]
-            )
+                [flow, host_ip(dst), sport, dport, size, offset, self.congestion_control,
+                 None if timed is None else timed.duration_ps // 1000,
+                 None if timed is None else timed.write_size]
+            )  # fmt: skip
         return plans
 
     def launch(self, network: EmulatedNetwork, footprint: Footprint) -> None:
@@ -324,8 +336,9 @@ class Traffic:
             record.last_ns = record.finished_ns
             record.bytes_received = report["bytes"]
             record.counts |= {k: report[k] for k in REPORTED_COUNTS if k in report}
-            if record.bytes_received < int(self.flows["size_bytes"][flow]):
-                # The connection closed short of the flow's size: it did not finish.
+            if self._finish(flow) is None:
+                # The connection closed short of the flow's size, or with an error (a
+                # timed source's end is its sender's close): it did not finish.
                 return []
             following, at_ns = self.rounds.finished(flow, record.finished_ns)
             for next_flow in following:
@@ -341,6 +354,9 @@ class Traffic:
         record = self.records[flow]
         if flow in self.datagrams:
             return record.last_ns if record.sent_ns is not None else None
+        if flow in self.timed:
+            # Its receiver read to the end of what the sender wrote, without an error.
+            return record.finished_ns if record.error is None else None
         done = record.bytes_received >= int(self.flows["size_bytes"][flow])
         return record.finished_ns if done else None
 
@@ -379,7 +395,7 @@ class Traffic:
             "subflows": f["subflows"],
             "datagram": f["datagram"],
             "dst": f["dst"],
-            "size_bytes": f["size_bytes"],
+            "size_bytes": self._sizes(),
             "start_ps": times([x.arrival_ns for x in r]),
             "first_delivery_ps": times([x.first_ns for x in r]),
             "last_delivery_ps": times([x.last_ns for x in r]),
@@ -387,6 +403,15 @@ class Traffic:
             "bytes_sent": np.array([x.bytes_sent for x in r], dtype=np.uint64),
             "bytes_received": np.array([x.bytes_received for x in r], dtype=np.uint64),
         } | self._counts()
+
+    def _sizes(self) -> np.ndarray:
+        """Each flow's size: a timed source's is what arrived once it finished (the
+        engine's unknown until then), as the simulator has it."""
+        sizes = np.array(self.flows["size_bytes"], dtype=np.uint64)
+        for flow in self.timed:
+            if self._finish(flow) is not None:
+                sizes[flow] = self.records[flow].bytes_received
+        return sizes
 
     def _counts(self) -> dict[str, np.ndarray]:
         """Each of `REPORTED_COUNTS` the kernel gave for every TCP flow (a UDP flow
