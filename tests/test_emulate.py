@@ -528,16 +528,18 @@ def test_incast_rounds_run_one_after_another_from_the_same_senders():
 
 @needs_machine
 def test_a_timed_source_sends_for_its_duration_and_its_size_is_what_arrived():
-    run = emulate(parse_scenario(scenario(traffic=TIMED, rate="50Mbps")))
+    run = emulate(parse_scenario(scenario(traffic=TIMED, rate="20Mbps")))
     assert run.all_finished
     flows = run.flows
     fct_s = (flows["finish_ps"] - flows["start_ps"]) / 1e12
-    # Each wrote for 0.3 s and then finished with what it wrote; over a 50 Mb/s path
-    # of its own, or shared at worst two ways, that is between 0.5 and 2 MB.
+    # Each wrote for 0.3 s (what its socket took, some of it sent after) and finished
+    # with what it wrote: no more than 20 Mb/s carries in 0.6 s, and no less than half
+    # of what it carries in 0.3 s (its path shared at worst two ways). One run here:
+    # 0.79-0.85 MB each, done 0.37-0.42 s after its start.
     assert (fct_s >= 0.3).all() and (fct_s < 0.6).all(), fct_s
     assert (flows["size_bytes"] == flows["bytes_received"]).all()
-    assert (flows["bytes_received"] > 0.3 * 50e6 / 8 / 2 * 0.8).all()
-    assert (flows["bytes_received"] <= 0.6 * 50e6 / 8).all()
+    sent = flows["bytes_received"]
+    assert (sent > 0.3 * 20e6 / 8 / 2 * 0.8).all() and (sent <= 0.6 * 20e6 / 8).all(), sent
     # Whole writes: what arrived is a multiple of the write size.
     assert (flows["bytes_received"] % 65_536 == 0).all()
 
