@@ -481,8 +481,8 @@ class Simulation:
         windows of the shortest delay of a link between them (docs/benchmark.md,
         "Beyond one core"). For a given number of partitions the results are the same
         on any number of threads; 1 is the sequential engine. What a partitioned run
-        cannot do yet (control programs, sampled time series, incast rounds, flows other
-        than TCP, DCTCP and CUBIC) it refuses by name when the run starts."""
+        cannot do yet (control programs, incast rounds, flows other than TCP, DCTCP and
+        CUBIC) it refuses by name when the run starts."""
         whole(partitions, "partitions", 1, MAX_PARTITIONS, "partitions")
         threads = partitions if threads is None else threads
         whole(threads, "threads", 1, MAX_PARTITIONS, "threads")

@@ -29,6 +29,7 @@ use crate::engine::Engine;
 use crate::event::{EventKind, PortId};
 use crate::packet::Packet;
 use crate::partition::Partitioning;
+use crate::telemetry::Sampler;
 use crate::transport::{Flow, FlowRecord};
 use crate::units::Time;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -253,6 +254,14 @@ impl Partitioned {
                 whole.add(&part.waits[i]);
             }
         }
+        if let Some(whole) = snapshot.sampler.as_mut() {
+            let samplers: Vec<&Sampler> = self
+                .parts
+                .iter()
+                .map(|part| part.sampler.as_ref().expect("partitions clone the sampler"))
+                .collect();
+            *whole = merged_samples(&samplers, &self.port_owner);
+        }
     }
 
     /// The partition that runs `flow`'s sender, which holds its transport's state.
@@ -272,6 +281,30 @@ impl Partitioned {
             .filter_map(|part| part.events.peek_time())
             .min()
     }
+}
+
+/// The time series from every partition's: each partition samples every port at the
+/// same times, and a port's values are those of the partition that owns it (the others'
+/// copies of it stand still). Partitions run the same sample events up to the same end,
+/// so they hold the same rows.
+fn merged_samples(samplers: &[&Sampler], owner: &[u16]) -> Sampler {
+    let first = samplers[0];
+    let ports = first.num_ports;
+    debug_assert!(samplers.iter().all(|s| s.times == first.times));
+    let rows = samplers.iter().map(|s| s.times.len()).min().unwrap_or(0);
+    let mut whole = Sampler::new(first.interval, ports);
+    whole.times = first.times[..rows].to_vec();
+    let columns = |column: fn(&Sampler) -> &Vec<u64>| -> Vec<u64> {
+        (0..rows * ports)
+            .map(|i| column(samplers[owner[i % ports] as usize])[i])
+            .collect()
+    };
+    whole.queue_packets = columns(|s| &s.queue_packets);
+    whole.queue_bytes = columns(|s| &s.queue_bytes);
+    whole.tx_bytes = columns(|s| &s.tx_bytes);
+    whole.drop_packets = columns(|s| &s.drop_packets);
+    whole.ecn_marks = columns(|s| &s.ecn_marks);
+    whole
 }
 
 /// One flow's record from its copies in every partition: each counter was counted in
@@ -527,9 +560,6 @@ impl Engine {
         if self.control.attached {
             return refuse("a control plane");
         }
-        if self.sampler.is_some() {
-            return refuse("sampled time series (sample_interval)");
-        }
         if !self.rounds.records().is_empty() || self.reserved_flows > 0 {
             return refuse("incast rounds");
         }
@@ -569,9 +599,11 @@ impl Engine {
             | EventKind::PortFree { port }
             | EventKind::Pfc { port, .. } => mine(port_node[port as usize]),
             EventKind::EntryTimeout { node, .. } => mine(node),
-            // Refused above (control, sampling); kept once, by partition 0.
-            EventKind::Sample
-            | EventKind::ControlTick { .. }
+            // Every partition samples at the same times; each port's values are taken
+            // from the partition that owns it (`Partitioned::update_tables`).
+            EventKind::Sample => true,
+            // Refused above (control); kept once, by partition 0.
+            EventKind::ControlTick { .. }
             | EventKind::Command { .. }
             | EventKind::DrainCheck { .. } => me == 0,
         });

@@ -1105,7 +1105,8 @@ impl Engine {
 
     /// The sampled time series, or None if sampling is off: `time_ps` (samples) and
     /// per-port columns shaped (samples, ports).
-    fn samples<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    fn samples<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.inner.sync_partitions();
         let Some(s) = self.inner.sampler() else {
             return Ok(None);
         };
