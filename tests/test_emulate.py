@@ -460,6 +460,11 @@ def test_incast_rounds_add_the_later_rounds_flows_and_start_each_round_after_the
     assert len(flows["src"]) == 15 and len(sim.flows()["src"]) == 3
     assert flows["src"].tolist() == senders * 5 and set(flows["dst"].tolist()) == {0}
     assert (flows["start_ps"][3:] == NOT_YET).all() and (flows["start_ps"][:3] == 0).all()
+    # Each later flow is its sender's first-round flow but for its port and start: one
+    # subflow, a TCP flow, nothing delivered yet.
+    for key in ("subflows", "datagram", "size_bytes", "dst_port", "finish_ps"):
+        assert (flows[key][3:] == np.tile(flows[key][:3], 4)).all(), key
+    assert (flows["subflows"] == 1).all()
     # No two flows share their ports (the kernel would refuse the second connection).
     assert len(set(zip(flows["src"].tolist(), flows["src_port"].tolist(), strict=True))) == 15
     # A round starts once its last response is in, `gap` after it, and not before.

@@ -11,6 +11,7 @@ import numpy as np
 
 from isthmus.emulate.netlink import ROOT, Namespace, handle
 from isthmus.emulate.network import QUEUE_HANDLE, EmulatedNetwork
+from isthmus.emulate.system import EmulationError
 
 COUNTED = ("tx_bytes", "tx_packets", "rx_bytes", "rx_packets")
 QUEUED = ("queue_packets", "queue_bytes", "drop_packets", "held_packets")
@@ -43,14 +44,30 @@ class KernelPorts:
             namespace.close()
         self._namespaces.clear()
 
-    def read(self) -> dict[str, np.ndarray]:
-        """Each port's counters now: one row per port, in the simulator's order."""
-        links = {id(n): n.links() for n in self._namespaces.values()}
-        qdiscs = {id(n): n.qdiscs() for n in self._namespaces.values()}
+    def read(self, node: int | None = None) -> dict[str, np.ndarray]:
+        """Each port's counters now: one row per port, in the simulator's order. With
+        `node`, only its namespace is read and only its rows are filled (the others
+        are 0): a switch agent reading its own switch pays for one dump, not one per
+        host."""
+        wanted = {
+            id(namespace)
+            for (namespace, _), owner in zip(self._where, self.nodes, strict=True)
+            if node is None or owner == node
+        }
+        chosen = [n for n in self._namespaces.values() if id(n) in wanted]
+        links = {id(n): n.links() for n in chosen}
+        qdiscs = {id(n): n.qdiscs() for n in chosen}
         queue = handle(QUEUE_HANDLE)
         columns: dict[str, list[int]] = {key: [] for key in (*COUNTED, *QUEUED)}
-        for namespace, index in self._where:
-            link = links[id(namespace)][index]
+        for (namespace, index), owner in zip(self._where, self.nodes, strict=True):
+            if node is not None and owner != node:
+                for values in columns.values():
+                    values.append(0)
+                continue
+            link = links[id(namespace)].get(index)
+            if link is None:
+                where = namespace.name or "the switches' namespace"
+                raise EmulationError(f"device {index} of {where} is gone from the kernel")
             for key in COUNTED:
                 columns[key].append(getattr(link, key))
             held = [q for q in qdiscs[id(namespace)].get(index, []) if q.handle == queue]

@@ -44,7 +44,10 @@ LINK_STATS64 = struct.Struct("=4Q")
 """The first four counters of rtnl_link_stats64: rx and tx packets, rx and tx bytes."""
 TC_STATS = struct.Struct("=QIIIIIII")
 """tc_stats: bytes, packets, drops, overlimits, bps, pps, qlen, backlog (bytes)."""
-RECEIVE_BYTES = 1 << 20
+RECEIVE_BYTES = 1 << 16
+"""More than one datagram of a dump holds (the kernel fills about 32 KiB a part)."""
+ANSWER_TIMEOUT_S = 5.0
+"""The kernel answers a dump at once: a longer wait is a fault, not a slow answer."""
 ROOT = 0xFFFFFFFF
 """The parent of a device's root qdisc (TC_H_ROOT)."""
 
@@ -117,7 +120,7 @@ class Namespace:
                 length, kind = ATTRIBUTE.unpack_from(body, offset)
                 if length < ATTRIBUTE.size:
                     break
-                if kind == TCA_STATS:
+                if kind == TCA_STATS and length >= ATTRIBUTE.size + TC_STATS.size:
                     sent, _, drops, _, _, _, packets, backlog = TC_STATS.unpack_from(
                         body, offset + ATTRIBUTE.size
                     )
@@ -142,9 +145,15 @@ class Namespace:
         message = NLMSG_HEADER.pack(
             NLMSG_HEADER.size + len(header), request, NLM_F_REQUEST | NLM_F_DUMP, self._sequence, 0
         )
-        self._socket.send(message + header)
+        try:
+            self._socket.send(message + header)
+        except OSError as e:
+            raise EmulationError(f"netlink: asking the kernel for counters: {e}") from None
         while True:
-            data = memoryview(self._socket.recv(RECEIVE_BYTES))
+            try:
+                data = memoryview(self._socket.recv(RECEIVE_BYTES))
+            except OSError as e:  # a timeout among them
+                raise EmulationError(f"netlink: reading the kernel's counters: {e}") from None
             offset = 0
             while offset + NLMSG_HEADER.size <= len(data):
                 length, kind, _, sequence, _ = NLMSG_HEADER.unpack_from(data, offset)
@@ -155,6 +164,10 @@ class Namespace:
                 if sequence != self._sequence:
                     continue
                 if kind == NLMSG_DONE:
+                    # A dump that failed part way ends here with its error.
+                    error = struct.unpack_from("=i", body)[0] if len(body) >= 4 else 0
+                    if error < 0:
+                        raise EmulationError(f"netlink: the dump failed: {os.strerror(-error)}")
                     return
                 if kind == NLMSG_ERROR:
                     (error,) = struct.unpack_from("=i", body)
@@ -218,4 +231,5 @@ def _socket_in(netns: str | None) -> socket.socket:
 def _route_socket() -> socket.socket:
     sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, NETLINK_ROUTE)
     sock.bind((0, 0))
+    sock.settimeout(ANSWER_TIMEOUT_S)
     return sock

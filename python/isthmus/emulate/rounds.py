@@ -4,14 +4,17 @@ every sender sends one response of `size` to the receiver, and the next round st
 (crates/isthmus-core/src/rounds.rs).
 
 The simulation built from the scenario holds the first round's flows; the later rounds'
-are added here, one flow per sender per round, with ids after every other flow and
-ports as the engine gives them (source port 1024 + id, the first round's destination
-port). Their senders wait, connected to nothing, until the emulation tells them when to
-start: the receiver's runner reports each response's last byte, and once a round's last
-one is in, every sender of the next round is told to start `gap` after it (all at that
-moment, on the hosts' common clock). That request travels through the emulation's own
-pipes, not across the emulated network, and takes about a millisecond here: a gap
-shorter than that starts late; in the simulator the request takes no time at all."""
+are added here, one flow per sender per round, with ids after every other flow, block
+by block, and ports as the engine gives them (source port 1024 + id, the first round's
+destination port). (The engine numbers a round's flows as the round starts, so with two
+incast blocks its ids interleave the blocks' rounds where these do not.) Their senders
+wait, connected to nothing, until the emulation tells them when to start: the
+receiver's runner reports each response's last byte, and once a round's last one is in,
+every sender of the next round is told to start `gap` after it (all at that moment, on
+the hosts' common clock). That request travels through the emulation's own pipes, not
+across the emulated network, and takes about a millisecond here: a gap shorter than
+that starts late; in the simulator the request takes no time at all. A round that falls
+due after the run has ended does not start."""
 
 from __future__ import annotations
 
@@ -24,7 +27,9 @@ from isthmus.scenario import IncastTraffic, Scenario, ScenarioError
 from isthmus.simulation import Simulation
 
 FIRST_SOURCE_PORT = 1024
-PORT_SPAN = 65536 - FIRST_SOURCE_PORT
+PORT_SPAN = 64_000
+"""A TCP flow's source port is 1024 + its id modulo this, as the engine numbers them
+(`Engine::add_tcp_flow`)."""
 NOT_YET = -1
 """The start of a flow of a later round: when its round is due."""
 
@@ -97,23 +102,20 @@ def plan_rounds(spec: Scenario, sim: Simulation) -> tuple[dict[str, np.ndarray],
                 )
             taken[candidates[0]] = True
             first.append(int(candidates[0]))
-        dst_port = int(flows["dst_port"][first[0]])
         rounds = [first]
         for _ in range(block.rounds - 1):
             ids = list(range(next_id, next_id + len(senders)))
             next_id += len(senders)
             rounds.append(ids)
-            for flow, sender in zip(ids, senders, strict=True):
-                row = {
-                    "src": sender,
-                    "dst": block.receiver,
-                    "src_port": FIRST_SOURCE_PORT + flow % PORT_SPAN,
-                    "dst_port": dst_port,
-                    "size_bytes": size,
-                    "start_ps": NOT_YET,
-                }
+            for flow, same_sender in zip(ids, first, strict=True):
+                # The first round's flow from the same sender, as the engine has it
+                # before it starts (one subflow, nothing delivered), but for its port
+                # and start.
+                row = {key: flows[key][same_sender] for key in flows}
+                row["src_port"] = FIRST_SOURCE_PORT + flow % PORT_SPAN
+                row["start_ps"] = NOT_YET
                 for key, column in added.items():
-                    column.append(row.get(key, 0))
+                    column.append(row[key])
         jobs.append(RoundJob(units.time_ps(block.gap) // 1000, rounds))
     extended = {
         key: np.concatenate([flows[key], np.array(added[key], dtype=flows[key].dtype)])

@@ -517,6 +517,9 @@ class OpenFlowSeam(Seam):
                 self._read_watches(list(self._watches))
         finally:
             self._ended = True
+            # What the senders report from here on ends no round: no round starts after
+            # the run.
+            self.traffic.rounds_over = True
             for fd in pipes:
                 self.channel.selector.unregister(fd)
         return self.traffic.unfinished == 0
@@ -609,7 +612,7 @@ class OpenFlowSeam(Seam):
         qdisc, as the run's port table counts them."""
         if self.kernel is None:
             raise self.unsupported("port counters before its network is up")
-        kernel = self.kernel.read()
+        kernel = self.kernel.read(switch)
         chosen = [
             row for row, node in enumerate(self.kernel.nodes) if switch is None or node == switch
         ]

@@ -106,6 +106,8 @@ class Traffic:
     """Incast rounds: the flows that start when their round is due (`rounds`)."""
     timed: dict[int, TimedSource] = field(default_factory=dict)
     """The timed sources, by flow id (their size in `flows` is the engine's unknown)."""
+    rounds_over: bool = False
+    """Set once the run has ended: a round that falls due after it does not start."""
     records: list[FlowRecord] = field(default_factory=list)
     start_ns: int = 0
     _runners: dict[int, subprocess.Popen] = field(default_factory=dict)
@@ -341,7 +343,7 @@ class Traffic:
                 # timed source's end is its sender's close): it did not finish.
                 return []
             following, at_ns = self.rounds.finished(flow, record.finished_ns)
-            for next_flow in following:
+            for next_flow in following if not self.rounds_over else []:
                 self.order(next_flow, kind="start", at_ns=at_ns)
             return [FlowFinished(to_ps(record.finished_ns), flow)]
         raise EmulationError(

@@ -66,6 +66,9 @@ class ReplayDB:
                 f"snapshot must be one row of {len(self.columns)} values, got {len(row)} "
                 "rows; use extend(times, snapshots) for several"
             )
+        if type(time) not in (int, float):  # any other form: the general path's checks
+            self.extend([time], row)
+            return
         stamp = float(time)
         newest = self._times[(self._start + self._count - 1) % self.capacity]
         if not (np.isfinite(stamp) and (not self._count or stamp > newest)):
@@ -130,8 +133,7 @@ class ReplayDB:
 
     def latest(self, m: int) -> np.ndarray:
         """The newest m snapshots, oldest first; all of them while fewer are stored."""
-        whole(m, "m", minimum=1, example=1000)
-        return self._values[self._slots(m)]
+        return self._values[self._slots(whole(m, "m", minimum=1, example=1000))]
 
     def split(self, fractions: tuple[float, float, float] = DIOLKOS_SPLIT) -> Segments:
         """Test, train and validation rows in time order (Diolkos: 20/60/20)."""
