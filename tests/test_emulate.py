@@ -191,6 +191,30 @@ def test_timed_sources_are_the_flows_whose_size_is_not_known_yet():
     assert sorted(mixed.timed) == [4, 5, 6, 7]
 
 
+def test_a_timed_source_finishes_when_its_receiver_reads_to_the_end_and_stays_finished():
+    from isthmus.emulate.traffic import TimedSource
+
+    sim = parse_scenario(scenario(traffic=TIMED)).build()
+    traffic = Traffic(sim.flows(), "cubic", timed={0: TimedSource(300_000_000_000, 65_536)})
+    assert traffic._record({"kind": "arrival", "flow": 0, "time_ns": 10}, int)
+    finished = traffic._record(
+        {"kind": "finished", "flow": 0, "time_ns": 500, "first_ns": 20, "bytes": 131_072}, int
+    )
+    assert [e.flow for e in finished] == [0] and traffic._finish(0) == 500
+    # What its sender reports after (an error closing its socket, say) changes nothing.
+    traffic._record(
+        {"kind": "sent", "flow": 0, "time_ns": 600, "error": "OSError", "bytes": 131_072}, int
+    )
+    assert traffic._finish(0) == 500 and int(traffic._sizes()[0]) == 131_072
+    # An error reported before its receiver's end means it did not finish.
+    traffic._record({"kind": "error", "flow": 1, "error": "receiving: reset"}, int)
+    traffic.timed[1] = TimedSource(300_000_000_000, 65_536)
+    assert not traffic._record(
+        {"kind": "finished", "flow": 1, "time_ns": 500, "first_ns": 20, "bytes": 65_536}, int
+    )
+    assert traffic._finish(1) is None
+
+
 def test_a_link_delay_needs_netem_unless_a_stated_bound_leaves_it_out():
     text = scenario(delay="50us")
     with pytest.raises(ScenarioError, match="no 'netem' qdisc"):

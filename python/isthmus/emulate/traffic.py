@@ -62,6 +62,9 @@ class FlowRecord:
     counts: dict[str, int | None] = field(default_factory=dict)
     """A TCP flow's counts from its sockets' TCP_INFO once it closed (`TCP_COUNTS`)."""
     error: str | None = None
+    read_to_end: bool = False
+    """Its receiver read to the end of the stream with no error reported by then: a
+    timed source's finish (decided then, whatever its sender reports after)."""
 
 
 @dataclass(frozen=True)
@@ -338,6 +341,7 @@ class Traffic:
             record.last_ns = record.finished_ns
             record.bytes_received = report["bytes"]
             record.counts |= {k: report[k] for k in REPORTED_COUNTS if k in report}
+            record.read_to_end = record.error is None
             if self._finish(flow) is None:
                 # The connection closed short of the flow's size, or with an error (a
                 # timed source's end is its sender's close): it did not finish.
@@ -358,7 +362,7 @@ class Traffic:
             return record.last_ns if record.sent_ns is not None else None
         if flow in self.timed:
             # Its receiver read to the end of what the sender wrote, without an error.
-            return record.finished_ns if record.error is None else None
+            return record.finished_ns if record.read_to_end else None
         done = record.bytes_received >= int(self.flows["size_bytes"][flow])
         return record.finished_ns if done else None
 
