@@ -26,6 +26,11 @@ from isthmus.topology import Topology
 from isthmus.units import PS_PER_SECOND
 
 
+def switch_ports(sim: Simulation) -> np.ndarray:
+    """Which rows of `sim.ports()` are switch ports (the rest are hosts' NICs)."""
+    return np.array(sim.topology.nodes()["kind"])[sim.ports()["node"]] == "switch"
+
+
 def jain_index(shares: np.ndarray) -> float:
     """Jain's fairness index of non-negative shares (1.0 for none or all zero)."""
     x = np.asarray(shares, dtype=np.float64)

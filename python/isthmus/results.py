@@ -32,7 +32,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from isthmus.metrics import flow_times, slowdown_summary
-from isthmus.network_metrics import bisection_fraction, flow_throughput_bps, jain_index
+from isthmus.network_metrics import (
+    bisection_fraction,
+    flow_throughput_bps,
+    jain_index,
+    switch_ports,
+)
 from isthmus.simulation import Simulation
 from isthmus.units import seconds
 
@@ -75,7 +80,7 @@ def summarize(sim: Simulation, *, scenario: str, wall_s: float) -> dict:
     flows = sim.flows()
     ports = sim.ports()
     headline = sim.headline()
-    is_switch = np.array(sim.topology.nodes()["kind"])[ports["node"]] == "switch"
+    is_switch = switch_ports(sim)
     tx_packets = int(ports["tx_packets"].sum())
     finished = headline["flows_finished"]
     bytes_sent = int(flows["bytes_sent"].sum())

@@ -14,7 +14,7 @@ import numpy as np
 from isthmus.compare import mean_interval, welch_interval
 from isthmus.emulate.run import EmulatedRun
 from isthmus.metrics import BUCKETS, bucket_of, nearest_rank
-from isthmus.network_metrics import jain_index
+from isthmus.network_metrics import jain_index, switch_ports
 from isthmus.scenario import Hosts, Scenario, ScenarioError
 from isthmus.simulation import Simulation
 from isthmus.units import PS_PER_SECOND
@@ -69,13 +69,13 @@ def figures(
     return out
 
 
-def queue_figures(queue_packets: np.ndarray, switch_ports: np.ndarray) -> dict[str, float]:
+def queue_figures(queue_packets: np.ndarray, at_switch: np.ndarray) -> dict[str, float]:
     """Of a time series of every port's queue (samples x ports), the switch port whose
     queue was longest on average (the bottleneck's): its mean and its p99 over the
     samples, in packets. Both sides sample at the scenario's `sample_interval`."""
-    if not len(queue_packets) or not switch_ports.any():
+    if not len(queue_packets) or not at_switch.any():
         return {}
-    at_switches = queue_packets[:, switch_ports].astype(np.float64)
+    at_switches = queue_packets[:, at_switch].astype(np.float64)
     busiest = at_switches[:, int(np.argmax(at_switches.mean(axis=0)))]
     return {
         "bottleneck_queue_mean_packets": float(busiest.mean()),
@@ -104,7 +104,7 @@ def side_by_side(
         simulated.append(figures(sim.flows(), drops, drops))
         samples = sim.samples()
         if samples is not None:
-            simulated[-1].update(queue_figures(samples["queue_packets"], _switch_ports(sim)))
+            simulated[-1].update(queue_figures(samples["queue_packets"], switch_ports(sim)))
     real = []
     for run in emulated:
         real.append(
@@ -133,8 +133,3 @@ def side_by_side(
             "emulated_values": b.tolist(),
         }
     return table
-
-
-def _switch_ports(sim: Simulation) -> np.ndarray:
-    kinds = sim.topology.nodes()["kind"]
-    return np.array([kinds[node] == "switch" for node in sim.ports()["node"]])

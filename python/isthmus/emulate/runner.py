@@ -206,13 +206,13 @@ def send(
         sock.bind(("0.0.0.0", src_port))
         started = time.monotonic_ns()
         sock.connect((dst, dst_port))
-        left = size if duration_ns is None or write_size is None else write_size
+        timed = duration_ns is not None and write_size is not None
+        left = write_size if timed else size
         while left > 0:
             gate.wait()  # held: no new data until released
             wrote = sock.send(CHUNK[: min(left, len(CHUNK), HELD_CHUNK)])
             left -= wrote
             sent += wrote
-            timed = duration_ns is not None and write_size is not None
             if left == 0 and timed and time.monotonic_ns() - started < duration_ns:
                 left = write_size  # the next write: its time is not up
         if _protocol == IPPROTO_MPTCP:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from isthmus.network_metrics import arrived_bytes
+from isthmus.network_metrics import arrived_bytes, switch_ports
 from isthmus.queues import Drr
 from isthmus.simulation import Simulation
 from isthmus.studies.acc.best_static import (
@@ -22,12 +22,6 @@ from isthmus.studies.acc.testbed import HOST_BPS, TESTBED, control, network
 from isthmus.studies.acc.traffic import MESSAGE_SIZES, heterogeneous, messages
 
 SHARING_QUANTA = ["10500B", "4500B"]
-
-
-def _switch_ports(sim: Simulation) -> np.ndarray:
-    ports = sim.ports()
-    kinds = sim.topology.nodes()["kind"]
-    return np.array([kinds[int(n)] == "switch" for n in ports["node"]])
 
 
 def downlink_ports(sim: Simulation) -> np.ndarray:
@@ -90,7 +84,7 @@ def run_heterogeneous(seed: int, scheme: str, phase_ms: float, trained: dict | N
     end_ms = 3 * phase_ms
     plane.run(f"{end_ms}ms")
     samples = sim.samples()
-    switch = _switch_ports(sim)
+    switch = switch_ports(sim)
     queue_kb = samples["queue_bytes"][:, switch].mean(axis=1) / 1e3
     ports = sim.ports()
     fabric_ports = switch & (ports["rate_bps"] > HOST_BPS)
