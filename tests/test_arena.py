@@ -165,7 +165,7 @@ LEARNED = {
     "workloads": ["incast"],
     "loads": [0.5],
     "schemes": ["pfc_only", "dcqcn_paper", "acc", "ecmp", "single_path", "diolkos"],
-    "training_episodes": 2,
+    "training_episodes": {"acc": 2},
     "training_episode_ms": 2.0,
 }
 
@@ -222,6 +222,37 @@ def test_learned_schemes_train_first_and_every_cell_can_be_run_alone(tmp_path):
     assert float(again["packets_dropped"]) == run["drops"]
 
 
+def test_ibcn_trains_on_other_traffic_then_drives_bcn_on_any_fabric(monkeypatch):
+    from isthmus.studies.arena import learned
+
+    # The paper's 4 layers learn the same way, slower.
+    monkeypatch.setitem(learned.IBCN_APP, "model_options", {"layers": 1, "epochs": 10})
+    runs = [arena.train("ibcn", seed, 2, 3.0, [0.5]) for seed in range(1, 6)]
+    for trained in runs:
+        # The curve: after 1 run and after both, on the same held-out run.
+        assert trained["curve_runs"] == [1, 2] and len(trained["curve"]) == 2
+        assert all(0 < wape < np.inf for wape in (*trained["curve"], trained["persistence_wape"]))
+        assert trained["training_polls"] > 2 * 6 * 15  # every switch, past one example
+    # Its seeds' training differ (traffic and initial weights are the seed's).
+    assert len({r["persistence_wape"] for r in runs}) == 5
+    # One model every switch shares: trained on the leaf-spine's 6 switches, it runs on
+    # the k = 4 fat-tree's 20, polling and commanding each of them every 100 us.
+    cell = arena.run_cell("permutation", "fattree4", "ibcn", None, 1, trained=runs[0])
+    assert "refused" not in cell and cell["flows_unfinished"] == 0
+    assert cell["training_s"] == runs[0]["wall_s"] > 0
+    assert cell["commands"] > 0 and cell["reads"] >= 20 * cell["commands"]
+    plain = arena.run_cell("permutation", "fattree4", "bcn", None, 1)
+    assert plain["commands"] == 0 and plain["flows"] == cell["flows"]
+    records = [
+        {"experiment": "training", "variant": "", "scheme": "ibcn", "seed": s, "result": r}
+        for s, r in enumerate(runs, 1)
+    ]
+    table = arena.table(Results("arena", True, [1, 2, 3, 4, 5], {}, records))
+    (claim,) = [c for c in table.claims if "forecaster forecasts" in c.statement]
+    assert claim.holds is not None and claim.evidence.endswith("points over 5 seeds")
+    assert any(n.startswith("ibcn's training (2 runs of web search") for n in table.notes)
+
+
 def test_a_sensitivity_row_is_judged_in_its_originals_place_and_leaves_verdicts_alone(
     monkeypatch,
 ):
@@ -273,10 +304,13 @@ def test_bcn_schemes_regulate_every_flow_and_refuse_incast_rounds_by_name():
     unregulated = arena.run_cell("websearch", "leafspine", "drop_tail", 0.3, 1)
     assert bcn["flows"] == unregulated["flows"] and bcn["flows_unfinished"] == 0
     assert bcn["slowdown_mean"] != unregulated["slowdown_mean"]
-    # IBCN trains on its first 75 polls (7.5 ms), then drives the points by command.
-    ibcn = arena.run_cell("websearch", "leafspine", "ibcn", 0.3, 1)
+    # IBCN's sensitivity row trains on its first 75 polls (7.5 ms), then drives the
+    # points by command: a command a poll after the 75th (the last poll's may fall after
+    # the run's end), each poll reading the leaf-spine's 6 switches.
+    ibcn = arena.run_cell("websearch", "leafspine", "ibcn_in_run", 0.3, 1)
     assert ibcn["commands"] > 0 and bcn["commands"] == 0
-    refused = arena.run_cell("incast", "leafspine", "ibcn", None, 1)["refused"]
+    assert ibcn["reads"] / 6 - ibcn["commands"] in (75, 76)
+    refused = arena.run_cell("incast", "leafspine", "ibcn_in_run", None, 1)["refused"]
     assert "incast rounds add their flows as the run goes" in refused
 
 

@@ -96,6 +96,55 @@ def test_bad_setups_are_refused():
         Ibcn(forecaster=fitted(1.0), series="link")
 
 
+def two_switches() -> Simulation:
+    """a and b behind s1 send to rx behind s2 at line rate: s1's uplink queues, s2 never."""
+    links = [
+        ("a", "s1", Link("1Gbps", "1us")),
+        ("b", "s1", Link("1Gbps", "1us")),
+        ("s1", "s2", Link("1Gbps", "1us")),
+        ("rx", "s2", Link("1Gbps", "1us")),
+    ]
+    sim = Simulation(
+        Topology.custom(["a", "b", "rx"], ["s1", "s2"], links),
+        switch_queue="1000pkts",
+        bcn={"pm": 0.05},
+    )
+    for host in range(2):
+        sim.add_bcn_flow(host, 2, fair_share="500Mbps", stop="10ms")
+    return sim
+
+
+def test_one_model_every_switch_shares_forecasts_each_from_its_own_polls(monkeypatch):
+    from isthmus.predict import Dense
+
+    # A linear residual net fitted on series that hold their level forecasts the last
+    # poll: each point's forecast must be its own switch's last poll.
+    levels = [np.full((40, 1), level) for level in (0.0, 30.0, 90.0, 300.0)]
+    model = Dense(window=4, horizon=3, hidden_layers=0, seed=1, scaling=None)
+    model.fit_segments(levels, levels)
+    handed = []
+    monkeypatch.setattr(
+        Ibcn, "set_bcn_predictions", lambda self, forecasts: handed.append(forecasts)
+    )
+    sim = two_switches()
+    plane = ControlPlane(sim)
+    app = plane.add(Ibcn(forecaster=model, interval="100us"))
+    plane.run("10ms")
+    assert app._shared and len(handed) == app.polls - model.window + 1
+    last = app.history[-1]
+    assert last[0] > 20 and last[1] == 0, "s1's uplink queues and s2's ports never do"
+    switches = sorted({node for node, _ in app.points})
+    for (node, port), forecast in handed[-1].items():
+        np.testing.assert_allclose(forecast, [last[switches.index(node)]] * 3, atol=1.5)
+
+
+def test_a_shared_model_must_forecast_in_batches():
+    plane = ControlPlane(two_switches())
+    plane.add(Ibcn(forecaster=fitted(1.0)))
+    with pytest.raises(ValueError, match="forecasts them in one batch, which fixed cannot"):
+        plane.run("1ms")
+
+
 def test_the_prediction_study_measures_every_model_on_the_papers_dataset(monkeypatch, tmp_path):
     from isthmus.experiments import run_study
     from isthmus.studies import ibcn as study

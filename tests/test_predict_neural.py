@@ -197,6 +197,72 @@ def test_the_same_seed_repeats_and_another_seed_differs():
     torch.testing.assert_close(torch.rand(3), expected)
 
 
+def ar1_runs(count, rows=200, phi=0.3, seed=11):
+    """`count` separate runs of y_t = phi y_(t-1) + e_t, e_t ~ N(0, 1), each (rows x 1)."""
+    rng = np.random.default_rng(seed)
+    runs = []
+    for _ in range(count):
+        noise = rng.normal(size=rows)
+        y = np.zeros(rows)
+        for t in range(1, rows):
+            y[t] = phi * y[t - 1] + noise[t]
+        runs.append(y[:, None])
+    return runs
+
+
+def test_one_model_fitted_on_many_short_runs_reaches_the_best_forecast_of_an_ar1():
+    # IBCN's arena training: many short series (a switch in a run each), one model.
+    phi = 0.3
+    model = Lstm(window=5, horizon=1, seed=0).fit_segments(ar1_runs(12), ar1_runs(3, seed=12))
+    (test,) = ar1_runs(1, rows=3000, seed=13)
+    contexts = np.stack([test[t - 5 : t] for t in range(5, len(test))])
+    forecast = model.predict_batch(contexts)[:, 0, 0]
+    actual = test[5:, 0]
+    mse = np.mean((forecast - actual) ** 2)
+    # The best one-step forecast, phi times the last value, errs by the innovation
+    # variance 1; the last value itself by 2 / (1 + phi) = 1.54.
+    assert mse == pytest.approx(1.0, abs=0.08)
+    assert mse < 0.75 * np.mean((test[4:-1, 0] - actual) ** 2)
+    assert model.variables == 1 and model.training_run.best_epoch > 0
+
+
+def test_no_example_spans_two_segments(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(
+        NeuralForecaster,
+        "_train",
+        lambda self, x, y, vx, vy, variables: seen.update(x=x, y=y, vx=vx, variables=variables),
+    )
+    # Ramps climbing by 1 from levels 1000 apart; one too short for an example (4 rows).
+    ramps = [
+        level + np.arange(rows, dtype=float)[:, None]
+        for level, rows in ((0, 20), (1e3, 3), (2e3, 9))
+    ]
+    model = Dense(window=3, horizon=1, scaling=None).fit_segments(
+        ramps, [5e3 + np.arange(6.0)[:, None]]
+    )
+    x, y = seen["x"], seen["y"]
+    assert len(x) == (20 - 3) + (9 - 3) and len(seen["vx"]) == 6 - 3 and seen["variables"] == 1
+    # Inside a segment the value after a window is its last plus 1; a join would jump.
+    np.testing.assert_array_equal(y[:, 0, 0] - x[:, -1, 0], np.ones(len(x)))
+    # It stands at the end of the last segment.
+    np.testing.assert_array_equal(model._context[:, 0], [2006.0, 2007.0, 2008.0])
+
+
+@pytest.mark.parametrize(
+    "history, validation, message",
+    [
+        (np.zeros((40, 1)), [np.zeros((40, 1))], "history must be a non-empty list of segments"),
+        ([np.zeros((40, 1))], [], "validation must be a non-empty list of segments"),
+        ([np.zeros((40, 1)), np.zeros((40, 2))], [np.zeros((40, 1))], r"history\[1\]"),
+        ([np.zeros((2, 1))], [np.zeros((40, 1))], "no history segment holds one training example"),
+    ],
+)
+def test_bad_segments_name_the_field_and_the_fix(history, validation, message):
+    with pytest.raises(ValueError, match=message):
+        Dense(window=3, epochs=1).fit_segments(history, validation)
+
+
 @pytest.mark.parametrize("kind", ["dense", "gru", "skip_lstm"])
 def test_batched_inference_equals_inference_per_switch(kind):
     data = switch(1400)

@@ -53,13 +53,14 @@ import math
 import pickle
 import re
 from abc import abstractmethod
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from isthmus.predict.arrays import matrix, whole
+from isthmus.predict.arrays import columns, matrix, whole
 from isthmus.predict.base import Forecaster
 from isthmus.predict.scaling import Scaler
 from isthmus.predict.smoothing import MovingAverage
@@ -238,8 +239,6 @@ class NeuralForecaster(Forecaster):
         self._fit_validated(data, None)
 
     def _fit_validated(self, data: np.ndarray, validation: np.ndarray | None) -> None:
-        nets = _nets()
-        device = nets.device_for(self.device)
         if validation is None:
             keep = len(data) - round(len(data) * HELD_OUT)
             training, validation = data[:keep], data[keep:]
@@ -254,8 +253,17 @@ class NeuralForecaster(Forecaster):
             vx, vy = self._examples(
                 validation, f"validation has {len(validation)} rows", "validation"
             )
+        self._train(x, y, vx, vy, data.shape[1])
+        self._context = data[-self.window :].copy()
+
+    def _train(
+        self, x: np.ndarray, y: np.ndarray, vx: np.ndarray, vy: np.ndarray, variables: int
+    ) -> None:
+        """A fresh network trained on examples (x, y), early-stopped on (vx, vy)."""
+        nets = _nets()
+        device = nets.device_for(self.device)
         with nets.seeded(self.seed):
-            network = self._network(nets, data.shape[1]).to(device)
+            network = self._network(nets, variables).to(device)
         with nets.cpu_threads(self.threads):
             self.training_run = nets.train(
                 network,
@@ -268,7 +276,59 @@ class NeuralForecaster(Forecaster):
                 seed=self.seed,
             )
         self.network, self._torch_device = network, device
-        self._context = data[-self.window :].copy()
+
+    def fit_segments(
+        self, history: Sequence[object], validation: Sequence[object]
+    ) -> NeuralForecaster:
+        """fit() on separate stretches of rows: several runs, or one series a segment
+        for a model that every series shares (a switch's queue in each segment, fitted
+        with one variable). No example spans two segments, each segment is smoothed from
+        its own first row, and the scaling is fitted on every history row; the
+        `validation` segments early-stop training only. The model then stands at the
+        end of the last history segment. A segment shorter than one example adds none."""
+        if isinstance(history, np.ndarray) or not len(history):
+            raise ValueError("history must be a non-empty list of segments (rows x variables)")
+        if isinstance(validation, np.ndarray) or not len(validation):
+            raise ValueError("validation must be a non-empty list of segments (rows x variables)")
+        first = matrix(history[0], "history[0]")
+        segments = [
+            matrix(rows, f"history[{i}]", columns=first.shape[1]) for i, rows in enumerate(history)
+        ]
+        held_out = [
+            matrix(rows, f"validation[{i}]", columns=first.shape[1])
+            for i, rows in enumerate(validation)
+        ]
+        self.scaler = None
+        self.targets = columns(self._targets_option, "targets", first.shape[1])
+        self._width = first.shape[1]
+        self._smoother = MovingAverage(self.smoothing) if self.smoothing else None
+
+        def smoothed(rows: np.ndarray) -> np.ndarray:
+            return MovingAverage(self.smoothing).restart(rows) if self.smoothing else rows
+
+        seen = [smoothed(rows) for rows in segments]
+        scaler = Scaler.fit(self.scaling, np.concatenate(seen))
+        x, y = self._pooled([scaler.transform(rows) for rows in seen], "history")
+        vx, vy = self._pooled([scaler.transform(smoothed(rows)) for rows in held_out], "validation")
+        self._train(x, y, vx, vy, self._width)
+        if self._smoother:
+            self._smoother.restart(segments[-1])
+        self._context = scaler.transform(seen[-1])[-self.window :].copy()
+        self.scaler = scaler
+        self._observed = len(segments[-1])
+        return self
+
+    def _pooled(self, segments: list[np.ndarray], field: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every segment's examples, none spanning two segments."""
+        w = self.windowing
+        cut = [examples(rows, w, self.targets)[:2] for rows in segments if len(rows) >= w.span]
+        if not cut:
+            raise ValueError(
+                f"no {field} segment holds one training example of {w.span} rows (window "
+                f"{w.window} + lead {w.lead} + horizon {w.horizon} − 1); give longer "
+                f"segments or a smaller window"
+            )
+        return np.concatenate([x for x, _ in cut]), np.concatenate([y for _, y in cut])
 
     def _examples(self, rows: np.ndarray, where: str, field: str) -> tuple[np.ndarray, np.ndarray]:
         w = self.windowing

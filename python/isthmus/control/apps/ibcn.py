@@ -9,7 +9,10 @@ Congestion Notification Algorithm for Software-Defined Data Center Networks").
    BiLSTM, ARMA, ARAR, Holt-Winters, ...) reads the last `window` polls of every
    point and forecasts each point's next k = `horizon` queue sizes. It is either given
    fitted (`forecaster`) or fitted here on the first `training_polls` polls (the last
-   fifth held out for early stopping).
+   fifth held out for early stopping). A given neural forecaster fitted on one series
+   is one model every series shares (`NeuralForecaster.fit_segments` fits one on many
+   switches' series): each series is forecast from its own last `window` polls, on any
+   network, whatever its number of switches.
 3. Each poll after that hands every congestion point its k forecasts (a switch's,
    for each of its ports, with `series="switch"`) in one command
    (`set_bcn_predictions`): at the switch, the class most of them fall in (n_a below
@@ -28,6 +31,7 @@ from isthmus.control.apps.parameters import Period, Rows, Steps, checked
 from isthmus.control.forecasts import app_forecaster
 from isthmus.control.plane import Controller
 from isthmus.predict import Forecaster
+from isthmus.predict.neural import NeuralForecaster
 from isthmus.units import time_ps
 
 REQUEST_BYTES = 8
@@ -91,10 +95,20 @@ class Ibcn(Controller):
         else:
             self._series_of = np.arange(len(self.points))
             self._width = len(self.points)
-        if self.model.fitted and self.model.variables != self._width:
+        # A forecaster fitted on one series is one model every series shares: each
+        # forecast from that series' own last polls, on any network.
+        self._shared = self.model.fitted and self.model.variables == 1 and self._width > 1
+        if self.model.fitted and self.model.variables not in (1, self._width):
             raise ValueError(
                 f"the forecaster was fitted on {self.model.variables} series but this network "
-                f"has {self._width} ({self.series} series)"
+                f"has {self._width} ({self.series} series); fit it on {self._width}, or on 1 "
+                "for one model every series shares"
+            )
+        if self._shared and not isinstance(self.model, NeuralForecaster):
+            raise ValueError(
+                f"a forecaster every series shares forecasts them in one batch, which "
+                f"{self.model.name} cannot; give a neural forecaster, or one fitted on "
+                f"{self._width} series"
             )
         self.every(self.interval, self.poll)
 
@@ -113,6 +127,14 @@ class Ibcn(Controller):
                 self.model.reset(data[-self.model.min_context :])
                 self._live = True
             return
+        if self._shared:
+            if len(self.history) < self.model.window:
+                return
+            assert isinstance(self.model, NeuralForecaster)
+            contexts = np.array(self.history[-self.model.window :]).T[:, :, None]
+            forecast = np.maximum(self.model.predict_batch(contexts)[:, : self.horizon, 0].T, 0.0)
+            self._hand_over(forecast)
+            return
         if not self._live:
             if len(self.history) < self.model.min_context:
                 return
@@ -120,7 +142,10 @@ class Ibcn(Controller):
             self._live = True
         else:
             self.model.update(queues[None, :])
-        forecast = np.maximum(self.model.predict(self.horizon), 0.0)
+        self._hand_over(np.maximum(self.model.predict(self.horizon), 0.0))
+
+    def _hand_over(self, forecast: np.ndarray) -> None:
+        """Every congestion point its series' forecasts (horizon x series)."""
         self.set_bcn_predictions(
             {point: forecast[:, self._series_of[i]].tolist() for i, point in enumerate(self.points)}
         )

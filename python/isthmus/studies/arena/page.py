@@ -111,7 +111,7 @@ def _runs(records: list[dict], scenarios: dict[tuple[str, str], str | None]) -> 
         if variant in out and scheme in out[variant]:
             if text is None:
                 out[variant][scheme]["how"] = (
-                    f"{scheme} is learned: its trained agents are attached from Python after "
+                    f"{scheme} is learned: what it learned is attached from Python after "
                     "its training job (isthmus.studies.arena.learned)"
                 )
             else:

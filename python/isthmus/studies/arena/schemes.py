@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from isthmus.control.apps import is_agent
 from isthmus.registry import Registry
-from isthmus.studies.arena.learned import ACC, Learning
+from isthmus.studies.arena.learned import ACC, IBCN, IBCN_APP, Learning
 
 GROUPS = {
     "path selection": "which path a flow (or packet) takes; DCTCP flows (MPTCP's and "
@@ -297,31 +297,34 @@ register(
         "IBCN's baseline)",
     )
 )
-# IBCN polls every 100 us (its paper's 1 s scaled by 10^-4) and fits its forecaster on
-# the run's first 75 polls, plain BCN meanwhile, as its paper collects its training set.
+# IBCN's forecaster trained first on the switches' queues under plain BCN in training
+# runs of web search (`learned.IBCN`), as its paper collects its training set before
+# IBCN acts; its app added to each cell's run with that forecaster.
 register(
     Scheme(
         "ibcn",
         "BCN congestion notification",
         _BCN,
         transport="tcp",
-        control={
-            "latency": "0s",
-            "apps": [
-                {
-                    "name": "ibcn",
-                    "model": "lstm",
-                    "model_options": {"layers": 4},
-                    "interval": "100us",
-                    "window": 10,
-                    "horizon": 5,
-                    "training_polls": 75,
-                }
-            ],
-        },
         source="Tran et al.: the controller forecasts every switch's queue (a 4-layer "
-        "LSTM, the paper's) and drives its congestion point from the forecast "
-        "(isthmus.control.apps.ibcn)",
+        "LSTM, the paper's, trained on web search's queues) and drives its congestion "
+        "point from the forecast (isthmus.control.apps.ibcn)",
+        learning=IBCN,
+    )
+)
+# Sensitivity: IBCN fitted on its own run's first 75 polls (7.5 ms, plain BCN meanwhile),
+# every switch one variable of one model, as this arena ran it before it trained IBCN
+# on other traffic.
+register(
+    Scheme(
+        "ibcn_in_run",
+        "BCN congestion notification",
+        _BCN,
+        transport="tcp",
+        control={"latency": "0s", "apps": [{**IBCN_APP, "training_polls": 75}]},
+        source="IBCN fitted on its own run's first 75 polls (held out in time, not in "
+        "traffic), every switch a variable of one model",
+        varies="ibcn",
     )
 )
 
@@ -350,7 +353,7 @@ def combine(path: str, other: str) -> Scheme:
         for app in (scheme.control or {"apps": []})["apps"]
         if is_agent(app["name"])
     ]
-    if over.learning is not None:
+    if over.learning is not None and over.learning.on_every_switch:
         agents.append(f"{other}'s learners")
     if len(agents) > 1:
         raise ValueError(
