@@ -251,6 +251,10 @@ def test_ibcn_trains_on_other_traffic_then_drives_bcn_on_any_fabric(monkeypatch)
     (claim,) = [c for c in table.claims if "forecaster forecasts" in c.statement]
     assert claim.holds is not None and claim.evidence.endswith("points over 5 seeds")
     assert any(n.startswith("ibcn's training (2 runs of web search") for n in table.notes)
+    # A study whose settings give a learner no training is refused before it runs.
+    settings = {**arena.QUICK, "schemes": ["ibcn"], "training_episodes": {"acc": 2}}
+    with pytest.raises(ValueError, match="training_episodes: ibcn learns as ibcn"):
+        arena.jobs(settings, [1])
 
 
 def test_a_sensitivity_row_is_judged_in_its_originals_place_and_leaves_verdicts_alone(

@@ -410,6 +410,12 @@ def test_the_same_apps_move_real_bytes_over_open_vswitch(app):
     if app == "l2_learning":
         learner = run.plane.controllers[0]
         assert learner.packet_ins > 0 and learner.floods > 0
+    # A switch's loss counts the frames it sent up and was given back (the learner's
+    # packet-ins and floods): none lost where nothing was sent again.
+    losses = run.summary["frames_lost_in_switches"]
+    assert len(losses) == 4 and all(lost >= 0 for lost in losses.values()), losses
+    if int(flows["retransmissions"].sum()) == 0:
+        assert run.summary["packets_lost"] == 0, losses
     # Each switch port towards a host sent that host at least the payload it received,
     # and no more than the payload with headers (66 of 1514 bytes a segment) plus the
     # host's own flow's acknowledgements.
@@ -667,6 +673,11 @@ def test_four_cubic_flows_share_a_bottleneck_as_in_the_simulator():
     lost = int(ports["lost_packets"][bottleneck].sum())
     assert lost > 0
     assert lost <= int(run.flows["retransmissions"].sum()) <= 2 * lost
+    # Each switch's own loss, from its kernel's frames in and out, is its ports'.
+    for node, name in enumerate(names):
+        if run.plane.ports.kinds[node] == "switch":
+            mine = int(ports["lost_packets"][ports["node"] == node].sum())
+            assert run.summary["frames_lost_in_switches"][name] == mine, name
     assert int(run.flows["out_of_order"].sum()) >= lost
     assert run.summary["retransmissions"] == int(run.flows["retransmissions"].sum())
     # Both sides: every packet lost (all data packets here) was sent again.
@@ -1027,7 +1038,15 @@ transport = "cubic"
     spine = np.isin(ports["node"], [names.index("spine0"), names.index("spine1")])
     assert np.isnan(ports["lost_packets"][leaf]).all()
     assert (ports["lost_packets"][spine] >= 0).all()
-    assert run.summary["packets_lost"] is None
+    # Each leaf's own loss still is, from its kernel's frames in and out; the run's
+    # loss takes it in place of its ports'. A spine's own is its ports'.
+    losses = run.summary["frames_lost_in_switches"]
+    assert losses["leaf0"] >= 0 and losses["leaf1"] >= 0
+    for name in ("spine0", "spine1"):
+        mine = ports["lost_packets"][ports["node"] == names.index(name)]
+        assert losses[name] == int(mine.sum())
+    measured = int(ports["lost_packets"][~leaf].sum())
+    assert run.summary["packets_lost"] == measured + losses["leaf0"] + losses["leaf1"]
 
 
 @needs_machine

@@ -134,7 +134,7 @@ def test_one_model_every_switch_shares_forecasts_each_from_its_own_polls(monkeyp
     last = app.history[-1]
     assert last[0] > 20 and last[1] == 0, "s1's uplink queues and s2's ports never do"
     switches = sorted({node for node, _ in app.points})
-    for (node, port), forecast in handed[-1].items():
+    for (node, _port), forecast in handed[-1].items():
         np.testing.assert_allclose(forecast, [last[switches.index(node)]] * 3, atol=1.5)
 
 

@@ -213,8 +213,9 @@ def ar1_runs(count, rows=200, phi=0.3, seed=11):
 def test_one_model_fitted_on_many_short_runs_reaches_the_best_forecast_of_an_ar1():
     # IBCN's arena training: many short series (a switch in a run each), one model.
     phi = 0.3
-    model = Lstm(window=5, horizon=1, seed=0).fit_segments(ar1_runs(12), ar1_runs(3, seed=12))
-    (test,) = ar1_runs(1, rows=3000, seed=13)
+    training, validation = ar1_runs(12, phi=phi), ar1_runs(3, phi=phi, seed=12)
+    model = Lstm(window=5, horizon=1, seed=0).fit_segments(training, validation)
+    (test,) = ar1_runs(1, rows=3000, phi=phi, seed=13)
     contexts = np.stack([test[t - 5 : t] for t in range(5, len(test))])
     forecast = model.predict_batch(contexts)[:, 0, 0]
     actual = test[5:, 0]

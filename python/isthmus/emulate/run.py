@@ -166,7 +166,7 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
         elapsed_ps = seam.now
         traffic.await_senders()
         flows = traffic.table(seam.to_ps)
-        ports = _port_table(seam, ovs)
+        ports, switch_losses = _port_table(seam, ovs)
         send_errors = ovs.send_errors()
         down_started = time.monotonic()
     finally:
@@ -179,6 +179,11 @@ def _run(spec, sim, plan, footprint, on_progress, before_run) -> EmulatedRun:
     down_s = time.monotonic() - down_started
     _run_tables(sim, flows, ports, elapsed_ps, plan.rate_scale)
     summary = _summary(spec, plan, flows, ports, all_finished, up_s, down_s)
+    summary["packets_lost"] = _packets_lost(ports, switch_losses, seam.discarding_switches)
+    names = sim.topology.nodes()["name"]
+    summary["frames_lost_in_switches"] = {
+        names[node]: None if math.isnan(lost) else int(lost) for node, lost in switch_losses.items()
+    }
     summary["seed"] = sim.seed
     summary["foreign_packet_ins"] = seam.foreign_frames
     summary["datapath_send_errors_logged"] = send_errors
@@ -207,7 +212,9 @@ def _send_buffer(shapes: dict[tuple[int, int], LinkShape], kinds: list[str]) -> 
     return min(max(2 * room, 4 << 20), MAX_SEND_BUFFER)
 
 
-def _port_table(seam: OpenFlowSeam, ovs: OpenVSwitch) -> dict[str, np.ndarray]:
+def _port_table(
+    seam: OpenFlowSeam, ovs: OpenVSwitch
+) -> tuple[dict[str, np.ndarray], dict[int, float]]:
     """One row per port of every node, in the simulator's port order: a switch port's
     bytes and packets from OpenFlow's port counters, a host's from its kernel's; every
     port's `drop_packets`, its queue's count of packets it refused; and `lost_packets`,
@@ -221,7 +228,8 @@ def _port_table(seam: OpenFlowSeam, ovs: OpenVSwitch) -> dict[str, np.ndarray]:
     what its qdiscs still hold. That holds while the switch's forwarding holds still:
     once it changed during the traffic (`OpenFlowSeam.changed_switches`), Open
     vSwitch's counters no longer add up per port (docs/emulation.md), and the loss
-    of each of that switch's ports is NaN, not measured."""
+    of each of that switch's ports is NaN, not measured; the switch's own loss still is
+    (`_switch_losses`), and the run's `packets_lost` takes it in their place."""
     ovs.settle_flow_counts()
     handed = seam.handed_rows()
     rows = seam.port_rows()
@@ -239,7 +247,41 @@ def _port_table(seam: OpenFlowSeam, ovs: OpenVSwitch) -> dict[str, np.ndarray]:
     counted = ("node", "port", "peer_node", "tx_bytes", "tx_packets", "rx_bytes", "rx_packets")
     table = {key: rows[key] for key in (*counted, "drop_packets")}
     table["lost_packets"] = np.array(lost, dtype=np.float64)
-    return table
+    return table, _switch_losses(seam, kernel)
+
+
+def _switch_losses(seam: OpenFlowSeam, kernel: dict[str, np.ndarray]) -> dict[int, float]:
+    """Each switch's frames lost, from its kernel's counters, which a change of its
+    forwarding leaves exact: the frames its ports received and the controller gave it,
+    less those its ports sent, its queues still hold and it sent up to the controller.
+    That is its queues' losses, and what its own rules dropped where it has any
+    (`OpenFlowSeam.discarding_switches`). NaN for a switch given a flooding entry (one
+    frame in, many out)."""
+    assert seam.kernel is not None
+    losses: dict[int, float] = {}
+    for node in range(len(seam.ports.kinds)):
+        if seam.ports.kinds[node] != "switch":
+            continue
+        if node in seam.replicating_switches:
+            losses[node] = math.nan
+            continue
+        rows = np.asarray(seam.kernel.nodes) == node
+        taken = int(kernel["rx_packets"][rows].sum()) + seam.frames_from_controller.get(node, 0)
+        given = int(kernel["tx_packets"][rows].sum()) + int(kernel["held_packets"][rows].sum())
+        losses[node] = float(taken - given - seam.frames_to_controller.get(node, 0))
+    return losses
+
+
+def _packets_lost(ports: dict, switch_losses: dict[int, float], discarding: set[int]) -> int | None:
+    """The run's queue losses: every port's where each is measured, a switch's own
+    frames lost where its ports' are not and it drops nothing by its own rules (None
+    where neither tells)."""
+    lost = ports["lost_packets"]
+    unmeasured = {int(n) for n in np.unique(ports["node"][np.isnan(lost)])}
+    total = float(lost[~np.isin(ports["node"], list(unmeasured))].sum())
+    for node in unmeasured:
+        total += math.nan if node in discarding else switch_losses.get(node, math.nan)
+    return None if math.isnan(total) else int(total)
 
 
 def _run_tables(
@@ -283,7 +325,6 @@ def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
         "mean_fct_ms": float(fct.mean() / 1e9) if len(fct) else None,
         "mean_fct_us": float(fct.mean() / 1e6) if len(fct) else None,
         "packets_dropped": int(ports["drop_packets"].sum()),
-        "packets_lost": _measured_sum(ports["lost_packets"]),
         # The kernel's counts, under the simulator's summary names (None: not counted).
         **{
             summary: int(flows[column].sum()) if column in flows else None
@@ -298,11 +339,6 @@ def _summary(spec, plan, flows, ports, all_finished, up_s, down_s) -> dict:
         "up_s": round(up_s, 3),
         "down_s": round(down_s, 3),
     }
-
-
-def _measured_sum(values: np.ndarray) -> int | None:
-    """The sum of `values`, or None where one of them was not measured (NaN)."""
-    return None if np.isnan(values).any() else int(values.sum())
 
 
 def write_run(run: EmulatedRun, out: Path) -> Path:

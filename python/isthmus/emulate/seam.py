@@ -123,6 +123,17 @@ class OpenFlowSeam(Seam):
         self._ended = False
         self.foreign_frames = 0
         """Packet-ins of frames not between two hosts (dropped, not handed up)."""
+        self.frames_to_controller: dict[int, int] = {}
+        """Frames each switch sent up as packet-ins from its ports (and so did not send)."""
+        self.frames_from_controller: dict[int, int] = {}
+        """Frames each switch was given by packet-outs: each output a frame it sends, a
+        packet-out through its tables one frame it receives."""
+        self.replicating_switches: set[int] = set()
+        """Switches given an entry that floods: a frame they receive leaves by many
+        ports, so their frames in and out no longer tell their loss."""
+        self.discarding_switches: set[int] = set()
+        """Switches that may drop frames by their own rules (a drop entry, table-miss
+        drop, a meter), which their frames in and out count with their queues' losses."""
         self._ways = crossings.directions(traffic.flows)
         """Both ways of every flow: flow f's are ways 2f (its data) and 2f + 1 (back)."""
         # Flow id by its packets' (src host, src port, dst host, dst port).
@@ -157,6 +168,8 @@ class OpenFlowSeam(Seam):
             ),
             "drop": [],
         }[miss]
+        if miss == "drop":
+            self.discarding_switches.add(switch)
         self._to(switch, lambda dp: parser.OFPFlowMod(
             dp, table_id=PROGRAM_TABLE, command=ofp.OFPFC_ADD, priority=0,
             match=parser.OFPMatch(), instructions=instructions,
@@ -312,6 +325,7 @@ class OpenFlowSeam(Seam):
                 "set_priority: the emulation does not yet map traffic classes to queues"
             )
         if fields.get("drop"):
+            self.discarding_switches.add(switch)
             instructions = []
         elif "output" in fields:
             instructions = _apply(_output(fields["output"]))
@@ -322,11 +336,13 @@ class OpenFlowSeam(Seam):
                 [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
             )
         elif fields.get("flood"):
+            self.replicating_switches.add(switch)
             ports = self._flood_ports.get(switch, range(len(self.ports.neighbours[switch])))
             instructions = _apply([action for p in ports for action in _output(p)])
         else:
             instructions = [parser.OFPInstructionGotoTable(ROUTING_TABLE)]
         if fields.get("meter") is not None:
+            self.discarding_switches.add(switch)
             instructions = [parser.OFPInstructionMeter(fields["meter"] + 1), *instructions]
         return instructions
 
@@ -347,6 +363,7 @@ class OpenFlowSeam(Seam):
 
     def _packet_out(self, buffer: int, actions: list) -> None:
         switch, in_port, data = self._buffers.pop(buffer)
+        self._count_frames_from_controller(switch, actions)
         self._to(switch, lambda dp: parser.OFPPacketOut(
             dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofport(in_port), actions=actions, data=data,
         ))  # fmt: skip
@@ -406,11 +423,26 @@ class OpenFlowSeam(Seam):
         switch, port = self.ports.peer(host_node, 0)
         frame = bytes.fromhex(host_mac(0).replace(":", "")) + bytes.fromhex("02ffffffffff")
         frame += (0x88B5).to_bytes(2, "big") + bytes(46)
+        self._count_frames_from_controller(switch, _output(port))
         self._to(switch, lambda dp: parser.OFPPacketOut(
             dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
             actions=_output(port), data=frame,
         ))  # fmt: skip
         self._barrier([switch])
+
+    def _count_frames_from_controller(self, switch: int, actions: list) -> None:
+        # A frame for each port it goes out of (a resubmit to the egress table), or one
+        # into the tables; a packet-out takes no other action.
+        frames = 0
+        for action in actions:
+            if isinstance(action, parser.NXActionResubmitTable):
+                frames += 1
+            elif isinstance(action, parser.OFPActionOutput):
+                assert action.port == ofp.OFPP_TABLE, action
+                frames += 1
+            else:
+                assert isinstance(action, parser.OFPActionSetField), action
+        self.frames_from_controller[switch] = self.frames_from_controller.get(switch, 0) + frames
 
     def _switches(self) -> list[int]:
         return [n for n, kind in enumerate(self.ports.kinds) if kind == "switch"]
@@ -548,6 +580,8 @@ class OpenFlowSeam(Seam):
         if node is None:  # a runner's report, already an event
             return [msg]
         if isinstance(msg, parser.OFPPacketIn):
+            if 1 <= msg.match["in_port"] <= len(self.ports.neighbours[node]):
+                self.frames_to_controller[node] = self.frames_to_controller.get(node, 0) + 1
             event = self._packet_in(node, msg)
             if event is None:
                 return []

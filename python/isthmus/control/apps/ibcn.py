@@ -128,10 +128,13 @@ class Ibcn(Controller):
                 self._live = True
             return
         if self._shared:
-            if len(self.history) < self.model.window:
+            # A window, and the rows before it that its smoothing reads, as a series'
+            # rows were smoothed when the model was fitted.
+            rows = self.model.window + (self.model.smoothing or 1) - 1
+            if len(self.history) < rows:
                 return
             assert isinstance(self.model, NeuralForecaster)
-            contexts = np.array(self.history[-self.model.window :]).T[:, :, None]
+            contexts = np.array(self.history[-rows:]).T[:, :, None]
             forecast = np.maximum(self.model.predict_batch(contexts)[:, : self.horizon, 0].T, 0.0)
             self._hand_over(forecast)
             return

@@ -305,6 +305,17 @@ def jobs(settings: dict, seeds: list[int]) -> list[Job]:
     unknown = [s for s in settings["schemes"] if s not in SCHEMES]
     if unknown:
         SCHEMES.lookup(unknown[0])  # names the closest known scheme
+    episodes = settings.get("training_episodes", {})
+    for scheme in settings["schemes"]:
+        learning = SCHEMES[scheme].learning
+        count = episodes.get(learning.name) if learning is not None else 1
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            assert learning is not None
+            raise ValueError(
+                f"training_episodes: {scheme} learns as {learning.name}, which needs a "
+                f"whole number of training episodes of at least 1, e.g. "
+                f"{{'{learning.name}': 8}}"
+            )
     training = {
         (scheme, seed): Job(
             TRAINING,
