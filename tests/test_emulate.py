@@ -1017,6 +1017,9 @@ transport = "cubic"
     assert (run.flows["bytes_received"] == run.flows["size_bytes"]).all()
     agents = list(run.plane.agents.values())
     assert len(agents) == 2
+    # Flows whose counters were checked against the port their agent chose: at least
+    # one over both leaves (one leaf alone had 1-3 such flows a run, sometimes none).
+    checked = 0
     for agent in agents:
         stats = agent.stats
         assert agent.trained and stats.rounds > stats.untrained_rounds > 0
@@ -1030,13 +1033,12 @@ transport = "cubic"
                 rows["flow"], rows["dst"], rows["out_port"], rows["last_ps"], strict=True
             )
         }
-        checked = 0
         for key, (_, port, moved_ps) in agent._moved.items():
             out, last = latest[key]
             if last > moved_ps + 500_000_000_000:
                 assert out == port, (agent.switch.name, key)
                 checked += 1
-        assert checked > 0
+    assert checked > 0
     # The leaves' forwarding changed as the traffic ran: their ports' losses are not
     # measured (Open vSwitch's counters no longer add up per port); the spines' are.
     names, ports = run.plane.ports.names, run.ports
