@@ -266,9 +266,9 @@ def _switch_losses(seam: OpenFlowSeam, kernel: dict[str, np.ndarray]) -> dict[in
             losses[node] = math.nan
             continue
         rows = np.asarray(seam.kernel.nodes) == node
-        taken = int(kernel["rx_packets"][rows].sum()) + seam.frames_from_controller.get(node, 0)
+        taken = int(kernel["rx_packets"][rows].sum()) + seam.frames_from_controller[node]
         given = int(kernel["tx_packets"][rows].sum()) + int(kernel["held_packets"][rows].sum())
-        losses[node] = float(taken - given - seam.frames_to_controller.get(node, 0))
+        losses[node] = float(taken - given - seam.frames_to_controller[node])
     return losses
 
 

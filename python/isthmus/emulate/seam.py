@@ -26,6 +26,7 @@ import heapq
 import itertools
 import selectors
 import time
+from collections import Counter
 from collections.abc import Callable
 from functools import partial
 
@@ -123,9 +124,9 @@ class OpenFlowSeam(Seam):
         self._ended = False
         self.foreign_frames = 0
         """Packet-ins of frames not between two hosts (dropped, not handed up)."""
-        self.frames_to_controller: dict[int, int] = {}
+        self.frames_to_controller: Counter[int] = Counter()
         """Frames each switch sent up as packet-ins from its ports (and so did not send)."""
-        self.frames_from_controller: dict[int, int] = {}
+        self.frames_from_controller: Counter[int] = Counter()
         """Frames each switch was given by packet-outs: each output a frame it sends, a
         packet-out through its tables one frame it receives."""
         self.replicating_switches: set[int] = set()
@@ -442,7 +443,7 @@ class OpenFlowSeam(Seam):
                 frames += 1
             else:
                 assert isinstance(action, parser.OFPActionSetField), action
-        self.frames_from_controller[switch] = self.frames_from_controller.get(switch, 0) + frames
+        self.frames_from_controller[switch] += frames
 
     def _switches(self) -> list[int]:
         return [n for n, kind in enumerate(self.ports.kinds) if kind == "switch"]
@@ -581,7 +582,7 @@ class OpenFlowSeam(Seam):
             return [msg]
         if isinstance(msg, parser.OFPPacketIn):
             if 1 <= msg.match["in_port"] <= len(self.ports.neighbours[node]):
-                self.frames_to_controller[node] = self.frames_to_controller.get(node, 0) + 1
+                self.frames_to_controller[node] += 1
             event = self._packet_in(node, msg)
             if event is None:
                 return []

@@ -120,12 +120,7 @@ class Forecaster(ABC):
         held_out = (
             None if validation is None else matrix(validation, "validation", columns=data.shape[1])
         )
-        # Unfitted until the model's own fit succeeds, so a failed fit leaves nothing
-        # that predict() would mistake for a fitted model.
-        self.scaler = None
-        self.targets = columns(self._targets_option, "targets", data.shape[1])
-        self._width = data.shape[1]
-        self._smoother = MovingAverage(self.smoothing) if self.smoothing else None
+        self._start_fit(data.shape[1])
         seen = self._smoother.restart(data) if self._smoother else data
         scaler = Scaler.fit(self.scaling, seen)
         if held_out is not None and self.smoothing:
@@ -136,6 +131,15 @@ class Forecaster(ABC):
         self.scaler = scaler
         self._observed = len(data)
         return self
+
+    def _start_fit(self, width: int) -> None:
+        """Readies a fit on `width` columns: its targets, and a fresh smoother. Unfitted
+        until the model's own fit succeeds, so a failed fit leaves nothing that
+        predict() would mistake for a fitted model."""
+        self.scaler = None
+        self.targets = columns(self._targets_option, "targets", width)
+        self._width = width
+        self._smoother = MovingAverage(self.smoothing) if self.smoothing else None
 
     def update(self, new_observations: object) -> None:
         """Feed rows that follow the last one observed (one snapshot, or rows of them)."""

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from isthmus.predict.arrays import columns, matrix, whole
+from isthmus.predict.arrays import matrix, whole
 from isthmus.predict.base import Forecaster
 from isthmus.predict.scaling import Scaler
 from isthmus.predict.smoothing import MovingAverage
@@ -298,10 +298,7 @@ class NeuralForecaster(Forecaster):
             matrix(rows, f"validation[{i}]", columns=first.shape[1])
             for i, rows in enumerate(validation)
         ]
-        self.scaler = None
-        self.targets = columns(self._targets_option, "targets", first.shape[1])
-        self._width = first.shape[1]
-        self._smoother = MovingAverage(self.smoothing) if self.smoothing else None
+        self._start_fit(first.shape[1])
 
         def smoothed(rows: np.ndarray) -> np.ndarray:
             return MovingAverage(self.smoothing).restart(rows) if self.smoothing else rows

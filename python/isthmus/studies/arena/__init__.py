@@ -308,9 +308,10 @@ def jobs(settings: dict, seeds: list[int]) -> list[Job]:
     episodes = settings.get("training_episodes", {})
     for scheme in settings["schemes"]:
         learning = SCHEMES[scheme].learning
-        count = episodes.get(learning.name) if learning is not None else 1
+        if learning is None:
+            continue
+        count = episodes.get(learning.name)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            assert learning is not None
             raise ValueError(
                 f"training_episodes: {scheme} learns as {learning.name}, which needs a "
                 f"whole number of training episodes of at least 1, e.g. "

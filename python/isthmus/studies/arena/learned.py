@@ -33,7 +33,6 @@ from isthmus.studies.arena.scenarios import build
 if TYPE_CHECKING:
     from isthmus.control import ControlPlane
     from isthmus.experiments import Results
-    from isthmus.predict.neural import NeuralForecaster
     from isthmus.simulation import Simulation
     from isthmus.studies import Claim
     from isthmus.studies.arena.schemes import Scheme
@@ -172,28 +171,31 @@ def train_ibcn(
     validation = _polled_queues(scheme, HELD_OUT_LOAD, validation_seed, episode_ms)
     held_out = _polled_queues(scheme, HELD_OUT_LOAD, held_out_seed, episode_ms)
     sizes = sorted({*(2**i for i in range(episodes.bit_length()) if 2**i < episodes), episodes})
+    window, horizon = IBCN_APP["window"], IBCN_APP["horizon"]
+    contexts, actual = _windows(held_out, window, horizon)
     curve = []
     for size in sizes:
         model = app_forecaster(
             IBCN_APP["model"],
             IBCN_APP["model_options"],
-            window=IBCN_APP["window"],
-            horizon=IBCN_APP["horizon"],
+            window=window,
+            horizon=horizon,
             seed=seed,
             device="cpu",
         )
         model.fit_segments(_series(runs[:size]), _series([validation]))
-        curve.append(_forecast_wape(model, held_out))
+        # As the app forecasts: negative forecasts cut to 0.
+        predicted = np.maximum(model.predict_batch(contexts[:, :, None])[:, :, 0], 0.0)
+        curve.append(_wape(actual, predicted))
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "ibcn.pt"
         model.save(path)
         saved = base64.b64encode(path.read_bytes()).decode()
-    windows = _windows(held_out, model.window, model.horizon)
     return {
         "model": saved,
         "curve": curve,
         "curve_runs": sizes,
-        "persistence_wape": _wape(windows[1], np.repeat(windows[0][:, -1:], model.horizon, 1)),
+        "persistence_wape": _wape(actual, np.repeat(contexts[:, -1:], horizon, 1)),
         "epochs": model.training_run.epochs,
         "best_epoch": model.training_run.best_epoch,
         "training_polls": sum(len(run) for run in runs),
@@ -237,29 +239,20 @@ def _wape(actual: np.ndarray, predicted: np.ndarray) -> float:
     return errors(actual, predicted)["wape_pct"]
 
 
-def _forecast_wape(model: NeuralForecaster, polls: np.ndarray) -> float:
-    """`model`'s WAPE forecasting every switch's next polls of `polls` from its own
-    last ones, as the app forecasts (negative forecasts cut to 0)."""
-    contexts, actual = _windows(polls, model.window, model.horizon)
-    predicted = np.maximum(model.predict_batch(contexts[:, :, None])[:, :, 0], 0.0)
-    return _wape(actual, predicted)
-
-
 def attach_ibcn(sim: Simulation, trained: dict, seed: int) -> ControlPlane:
     """IBCN with `trained`'s forecaster on the run's control plane (made, with no
     latency, if it has none), beside its other programs."""
-    from isthmus.control import ControlPlane
     from isthmus.control.apps.ibcn import Ibcn
     from isthmus.predict.neural import NeuralForecaster
+    from isthmus.studies.acc.testbed import own_plane
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "ibcn.pt"
         path.write_bytes(base64.b64decode(trained["model"]))
         model = NeuralForecaster.load(path)
-    if sim.control_plane is None:
-        sim.control_plane = ControlPlane(sim)
-    sim.control_plane.add(Ibcn(forecaster=model, interval=IBCN_APP["interval"]))
-    return sim.control_plane
+    plane = own_plane(sim)
+    plane.add(Ibcn(forecaster=model, interval=IBCN_APP["interval"]))
+    return plane
 
 
 def judge_ibcn(scheme: str, results: Results) -> tuple[Claim, str]:
